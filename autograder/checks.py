@@ -1,0 +1,175 @@
+"""Helpers for the locked test cells of the exercises.
+
+Imported in the first (locked) cell of every exercise notebook, before any student code runs, so it
+keeps its own references to the functions it relies on. Three jobs:
+
+* ``close(actual, expected, what)`` compares a student's answer to posenc's to 1e-8 and says in words what
+  is wrong: the shape, or which entry, its value and the expected one.
+* ``without(...)`` makes posenc's reference unusable while a student's implementation runs, so an
+  exercise that asks for an implementation cannot be passed by calling posenc's.
+* ``untampered()`` fails when code in the notebook has replaced numpy's, math's or posenc's functions
+  (``numpy.allclose = lambda *a, **k: True`` and the like): every check calls it first.
+
+Limits (see the instructor guide): code that rewrites this module itself is not detected here; the
+instructor's ``scan`` lists submissions that touch it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import math
+import types
+
+import numpy as np
+import numpy.testing
+
+import posenc
+
+# Snapshots taken at import, before any student code ran.
+_array = np.array
+_isfinite = np.isfinite
+_unravel = np.unravel_index
+_argmax = np.argmax
+_WATCHED = {
+    "numpy.allclose": (np, "allclose"),
+    "numpy.isclose": (np, "isclose"),
+    "numpy.array_equal": (np, "array_equal"),
+    "numpy.testing.assert_allclose": (numpy.testing, "assert_allclose"),
+    "numpy.testing.assert_array_equal": (numpy.testing, "assert_array_equal"),
+    "numpy.testing.assert_array_almost_equal": (numpy.testing, "assert_array_almost_equal"),
+    "numpy.testing.assert_almost_equal": (numpy.testing, "assert_almost_equal"),
+    "math.isclose": (math, "isclose"),
+}
+_ORIGINAL = {name: getattr(owner, attr) for name, (owner, attr) in _WATCHED.items()}
+
+
+def _reference_functions():
+    """Every Python function of posenc's public API (methods of its classes included), by qualified name."""
+    found = {}
+    for name in posenc.__all__:
+        obj = getattr(posenc, name)
+        if isinstance(obj, types.FunctionType):
+            found[f"posenc.{name}"] = obj
+        elif inspect.isclass(obj):
+            for attr, member in vars(obj).items():
+                if isinstance(member, types.FunctionType):
+                    found[f"posenc.{name}.{attr}"] = member
+    return found
+
+
+_REFERENCE = _reference_functions()
+_REFERENCE_CODE = {name: fn.__code__ for name, fn in _REFERENCE.items()}
+_POSENC_ATTRS = {name: getattr(posenc, name) for name in posenc.__all__}
+
+
+class Tampered(AssertionError):
+    """Raised when the notebook replaced a function the tests rely on."""
+
+
+def untampered():
+    """Fail if a watched numpy/math function or any posenc function was replaced since import."""
+    for name, (owner, attr) in _WATCHED.items():
+        if getattr(owner, attr, None) is not _ORIGINAL[name]:
+            raise Tampered(f"{name} was replaced by code in this notebook; the tests cannot trust it. "
+                           "Remove any code that assigns to library functions, then restart and run all.")
+    for name, value in _POSENC_ATTRS.items():
+        if getattr(posenc, name, None) is not value:
+            raise Tampered(f"posenc.{name} was replaced by code in this notebook; restart the kernel and "
+                           "remove the code that assigns to it.")
+    for name, fn in _REFERENCE.items():
+        if fn.__code__ is not _REFERENCE_CODE[name]:
+            raise Tampered(f"{name} was modified by code in this notebook; restart the kernel and remove it.")
+
+
+def _as_array(value, what):
+    if hasattr(value, "detach") and hasattr(value, "numpy"):  # torch tensor
+        value = value.detach().cpu().numpy()
+    try:
+        arr = _array(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise AssertionError(f"{what} should be numbers (an array or a float), got {type(value).__name__}: "
+                             f"{str(value)[:80]}") from None
+    return arr
+
+
+def close(actual, expected, what="the answer", atol=1e-8, rtol=1e-8):
+    """Assert that ``actual`` equals ``expected`` within atol + rtol·|expected|, with a message in words."""
+    untampered()
+    if actual is None:
+        raise AssertionError(f"{what} is None: did the function forget to return its result?")
+    a = _as_array(actual, what)
+    e = _array(expected, dtype=np.float64)
+    if a.shape != e.shape:
+        raise AssertionError(f"{what} should have shape {e.shape}, got shape {a.shape}")
+    if not _isfinite(a).all():
+        raise AssertionError(f"{what} contains NaN or inf")
+    err = abs(a - e) - (atol + rtol * abs(e))  # ndarray operators: nothing a notebook can rebind
+    if a.size and float(err.max()) > 0:
+        index = _unravel(int(_argmax(err)), e.shape) if e.ndim else ()
+        where = what + (str([int(i) for i in index]) if index else '')
+        raise AssertionError(f"{where} should be {float(e[index]):.10g}, got {float(a[index]):.10g}")
+
+
+def equal(actual, expected, what="the answer"):
+    """Assert exact equality of integer arrays or scalars (ids, buckets, counts), with a message in words."""
+    untampered()
+    a = _as_array(actual, what)
+    e = _array(expected, dtype=np.float64)
+    if a.shape != e.shape:
+        raise AssertionError(f"{what} should have shape {e.shape}, got shape {a.shape}")
+    wrong = a != e
+    if wrong.any():
+        index = _unravel(int(_argmax(wrong)), e.shape) if e.ndim else ()
+        where = what + (str([int(i) for i in index]) if index else '')
+        raise AssertionError(f"{where} should be {e[index]:g}, got {a[index]:g} "
+                             f"({int(wrong.sum())} of {wrong.size} entries differ)")
+
+
+def _blocked(qualname, n_freevars):
+    """A code object that raises, with as many free variables as the function it replaces (Python requires it)."""
+    names = [f"_free{i}" for i in range(n_freevars)]
+    source = "def outer():\n" + "".join(f"    {n} = None\n" for n in names)
+    source += "    def blocked(*args, **kwargs):\n"
+    if names:
+        source += f"        ({', '.join(names)},)\n"
+    source += (f"        raise RuntimeError({qualname!r} + ' is the reference this exercise asks you to write "
+               f"yourself; your code must not call it here')\n    return blocked\n")
+    namespace = {}
+    exec(source, namespace)
+    return namespace["outer"]().__code__
+
+
+@contextlib.contextmanager
+def without(*references):
+    """Make posenc functions, classes or whole modules raise while the block runs.
+
+    Swaps the code of each function object, so the block catches every way of reaching it: ``posenc.f``,
+    ``from posenc import f as g`` done earlier, a method of a class. Restored on exit.
+    """
+    untampered()
+    targets = {}
+    for ref in references:
+        if isinstance(ref, types.ModuleType):
+            members = {f"{ref.__name__}.{n}": f for n, f in vars(ref).items()
+                       if isinstance(f, types.FunctionType) and f.__module__ == ref.__name__}
+        elif inspect.isclass(ref):
+            members = {f"{ref.__qualname__}.{n}": f for n, f in vars(ref).items() if isinstance(f, types.FunctionType)}
+        elif isinstance(ref, types.FunctionType):
+            members = {f"posenc.{ref.__name__}": ref}
+        else:
+            raise TypeError(f"without() takes posenc functions, classes or modules, got {ref!r}")
+        targets.update(members)
+    saved = {name: fn.__code__ for name, fn in targets.items()}
+    try:
+        for name, fn in targets.items():
+            fn.__code__ = _blocked(name, len(fn.__code__.co_freevars))
+        yield
+    finally:
+        for name, fn in targets.items():
+            fn.__code__ = saved[name]
+
+
+def rng(seed):
+    """The random generator hidden tests draw their cases from (fixed seed: grading is reproducible)."""
+    return np.random.default_rng(seed)

@@ -1,0 +1,53 @@
+"""posenc: reference implementations of positional encodings in transformers.
+
+One module per family, each function one formula, numpy float64 first, torch where a model needs it.
+Every number in the course book is computed here.
+"""
+
+from .alibi import alibi_bias, alibi_slopes
+from .attention import attention, causal_mask, softmax
+from .learned import LearnedPositionalEmbedding, learned_parameter_count
+from .relative import (
+    RelativePositionBias,
+    relative_bias,
+    relative_positions,
+    shaw_relative_ids,
+    t5_bucket,
+    transformer_xl_terms,
+)
+from .rope import (
+    apply_rope,
+    apply_rope_complex,
+    layout_permutation,
+    rope_angles,
+    rope_frequencies,
+    rope_matrix,
+    rope_score_bound,
+)
+from .scaling import (
+    METHODS,
+    dynamic_ntk,
+    dynamic_ntk_base,
+    llama3,
+    ntk_aware,
+    ntk_base,
+    position_interpolation,
+    yarn,
+    yarn_attention_factor,
+    yarn_correction_range,
+    yarn_ramp,
+)
+from .sinusoidal import frequencies, shift_matrix, sinusoidal, sinusoidal_dot, wavelengths
+
+__all__ = [
+    "frequencies", "wavelengths", "sinusoidal", "shift_matrix", "sinusoidal_dot",
+    "LearnedPositionalEmbedding", "learned_parameter_count",
+    "relative_positions", "shaw_relative_ids", "t5_bucket", "relative_bias", "RelativePositionBias",
+    "transformer_xl_terms",
+    "alibi_slopes", "alibi_bias",
+    "rope_frequencies", "rope_angles", "apply_rope", "apply_rope_complex", "rope_matrix", "layout_permutation",
+    "rope_score_bound",
+    "position_interpolation", "ntk_base", "ntk_aware", "dynamic_ntk_base", "dynamic_ntk", "yarn",
+    "yarn_attention_factor", "yarn_correction_range", "yarn_ramp", "llama3", "METHODS",
+    "softmax", "causal_mask", "attention",
+]

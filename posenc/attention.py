@@ -1,0 +1,66 @@
+r"""Scaled dot-product attention (Vaswani et al. 2017, arXiv:1706.03762, §3.2.1), with an optional additive
+bias and causal mask: the setting in which every positional scheme of this course acts.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _checks
+
+
+def softmax(scores, axis=-1) -> np.ndarray:
+    r"""Numerically stable softmax, :math:`\mathrm{softmax}(s)_j = e^{s_j - \max s} / \sum_k e^{s_k - \max s}`.
+
+    Entries equal to -inf get weight 0; a row that is entirely -inf raises (nothing to attend to).
+    """
+    s = np.asarray(scores, dtype=np.float64)
+    if np.isnan(s).any() or np.isposinf(s).any():
+        raise ValueError("scores must not contain NaN or +inf")
+    top = s.max(axis=axis, keepdims=True)
+    if np.isneginf(top).any():
+        raise ValueError("a row of scores is entirely -inf: every key is masked")
+    e = np.exp(s - top)
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def causal_mask(q_len, k_len=None) -> np.ndarray:
+    """Boolean ``(q_len, k_len)``, True where query i may see key j (j <= i; queries aligned to the end)."""
+    q_len = _checks.integer("q_len", q_len, minimum=1)
+    k_len = q_len if k_len is None else _checks.integer("k_len", k_len, minimum=q_len)
+    return np.arange(k_len)[None, :] <= np.arange(q_len)[:, None] + (k_len - q_len)
+
+
+def attention(q, k, v, bias=None, causal=False, return_weights=False):
+    r"""Softmax attention with an optional additive bias and causal mask.
+
+    .. math:: \mathrm{Attention}(Q, K, V) = \mathrm{softmax}\!\Big(\frac{QK^\top}{\sqrt{d_k}} + B\Big)V
+
+    Vaswani et al. 2017 (arXiv:1706.03762), eq. 1. Without bias or mask it is permutation-equivariant:
+    Attention(PQ, PK, PV) = P Attention(Q, K, V) for every permutation matrix P.
+
+    Shapes: q ``(..., q_len, d_k)``, k ``(..., k_len, d_k)``, v ``(..., k_len, d_v)``; bias broadcastable to
+    ``(..., q_len, k_len)`` (e.g. ALiBi's ``(heads, q_len, k_len)``). Returns ``(..., q_len, d_v)``, and the
+    weights ``(..., q_len, k_len)`` too when ``return_weights`` is true.
+    """
+    q, k, v = (_checks.finite_array(name, a) for name, a in (("q", q), ("k", k), ("v", v)))
+    if q.ndim < 2 or k.ndim < 2 or v.ndim < 2:
+        raise ValueError(f"q, k and v must be at least 2-D (seq, dim), got shapes {q.shape}, {k.shape}, {v.shape}")
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError(f"q and k must share their last dimension d_k, got {q.shape[-1]} and {k.shape[-1]}")
+    if k.shape[-2] != v.shape[-2]:
+        raise ValueError(f"k and v must have the same number of positions, got {k.shape[-2]} and {v.shape[-2]}")
+    scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])  # (..., q_len, k_len)
+    if bias is not None:
+        b = np.asarray(bias, dtype=np.float64)
+        if np.isnan(b).any() or np.isposinf(b).any():
+            raise ValueError("bias must not contain NaN or +inf (-inf is allowed: it masks)")
+        try:
+            scores = scores + b
+        except ValueError as exc:
+            raise ValueError(f"bias of shape {b.shape} does not broadcast to the scores' shape {scores.shape}") from exc
+    if causal:
+        scores = np.where(causal_mask(q.shape[-2], k.shape[-2]), scores, -np.inf)
+    weights = softmax(scores)
+    out = weights @ v
+    return (out, weights) if return_weights else out

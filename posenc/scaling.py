@@ -1,0 +1,195 @@
+r"""Extending a RoPE model's context: new per-pair frequencies for a scale factor s = new length / old length.
+
+Every method returns the same pair ``(frequencies, attention_factor)``: ``frequencies`` is float64
+``(d/2,)`` to pass to :func:`posenc.apply_rope` (``frequencies=``), and ``attention_factor`` multiplies cos
+and sin (1.0 except for YaRN). Where Hugging Face transformers (``modeling_rope_utils``), the code people
+run, differs from the paper, these functions match transformers and the docstring says how.
+:data:`METHODS` maps names to functions of ``(d, base, scale, original_max_position, seq_len)``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import _checks
+from .rope import rope_frequencies
+
+
+def default(d, base=10000.0):
+    r"""Plain RoPE: :math:`\theta_i = \mathrm{base}^{-2i/d}`, attention factor 1 (Su et al. 2021, arXiv:2104.09864)."""
+    return rope_frequencies(d, base), 1.0
+
+
+def position_interpolation(d, base=10000.0, scale=1.0):
+    r"""Position interpolation: :math:`\theta'_i = \theta_i / s`, i.e. positions are divided by s.
+
+    Chen et al. 2023 (arXiv:2306.15595). Every pair slows down by the same factor, so no angle exceeds
+    what was seen in training; nearby positions get harder to tell apart (fine-tuning recovers it).
+    """
+    s = _checks.scale(scale)
+    theta, factor = default(d, base)
+    return theta / s, factor
+
+
+def ntk_base(base, d, scale) -> float:
+    r"""The NTK-aware base: :math:`\mathrm{base}' = \mathrm{base}\cdot s^{d/(d-2)}`.
+
+    bloc97 2023 ("NTK-Aware Scaled RoPE", reddit r/LocalLLaMA), as written up by Peng et al. 2023
+    (arXiv:2309.00071, §3.1). The exponent is chosen so that the slowest pair, :math:`i = d/2 - 1`, is
+    slowed by exactly s while pair 0 is untouched.
+    """
+    b = _checks.base(base)
+    d = _checks.even_dim("d", d)
+    if d < 4:
+        raise ValueError(f"d must be >= 4 for the NTK-aware base (the exponent d/(d-2) needs d > 2), got {d}")
+    return b * _checks.scale(scale) ** (d / (d - 2))
+
+
+def ntk_aware(d, base=10000.0, scale=1.0):
+    r"""NTK-aware scaling: RoPE with the base :func:`ntk_base`, :math:`\theta'_i = (\mathrm{base}\,s^{d/(d-2)})^{-2i/d}`.
+
+    Interpolates the slow pairs and extrapolates the fast ones; usable without fine-tuning
+    (Peng et al. 2023, arXiv:2309.00071, §3.1).
+    """
+    return rope_frequencies(d, ntk_base(base, d, scale)), 1.0
+
+
+def dynamic_ntk_base(base, d, scale, seq_len, original_max_position) -> float:
+    r"""The base dynamic NTK uses for a sequence of length L (Hugging Face's formula):
+
+    .. math:: \mathrm{base}' = \mathrm{base}\,\Big(\frac{s\,\max(L, L_0)}{L_0} - (s - 1)\Big)^{d/(d-2)}
+
+    It equals the base for L <= L_0 and grows with L. The paper's description (Peng et al. 2023,
+    arXiv:2309.00071, §3.3) uses the factor max(1, L/L_0) in place of the bracket; the two agree when s = 1,
+    and transformers (``_compute_dynamic_ntk_parameters``) uses the bracket, which is what runs in practice.
+    """
+    b = _checks.base(base)
+    d = _checks.even_dim("d", d)
+    s = _checks.scale(scale)
+    length = _checks.integer("seq_len", seq_len, minimum=1)
+    original = _checks.integer("original_max_position", original_max_position, minimum=1)
+    length = max(length, original)
+    return b * (s * length / original - (s - 1)) ** (d / (d - 2))
+
+
+def dynamic_ntk(d, base=10000.0, scale=1.0, seq_len=None, original_max_position=None):
+    r"""Dynamic NTK: the NTK-aware base recomputed from the current sequence length (:func:`dynamic_ntk_base`).
+
+    emozilla 2023 ("Dynamically Scaled RoPE"), Peng et al. 2023 (arXiv:2309.00071, §3.3). Short sequences
+    keep the original frequencies exactly.
+    """
+    if seq_len is None or original_max_position is None:
+        raise TypeError("dynamic_ntk needs seq_len and original_max_position (integers)")
+    return rope_frequencies(d, dynamic_ntk_base(base, d, scale, seq_len, original_max_position)), 1.0
+
+
+def yarn_attention_factor(scale) -> float:
+    r"""YaRN's attention factor :math:`0.1 \ln s + 1` (1 for s <= 1), applied to both q and k, so the logits
+    are multiplied by its square, i.e. divided by the temperature t with :math:`\sqrt{1/t} = 0.1\ln s + 1`
+    (Peng et al. 2023, arXiv:2309.00071, eq. 22)."""
+    s = _checks.scale(scale)
+    return 0.1 * math.log(s) + 1.0
+
+
+def yarn_correction_range(d, base, original_max_position, beta_fast=32.0, beta_slow=1.0):
+    r"""The pair indices (low, high) between which YaRN's ramp runs, as Hugging Face computes them.
+
+    Pair i makes :math:`L_0\theta_i / 2\pi` turns over the training length; it makes exactly r turns at
+    :math:`i(r) = \frac{d \ln(L_0 / 2\pi r)}{2 \ln \mathrm{base}}`. low = floor(i(beta_fast)),
+    high = ceil(i(beta_slow)), clipped to [0, d - 1].
+    """
+    d = _checks.even_dim("d", d)
+    b = _checks.base(base)
+    original = _checks.integer("original_max_position", original_max_position, minimum=1)
+    fast = _checks.real("beta_fast", beta_fast, greater_than=0.0)
+    slow = _checks.real("beta_slow", beta_slow, greater_than=0.0)
+    if not fast > slow:
+        raise ValueError(f"beta_fast must be > beta_slow (turns of the fast boundary), got {fast:g} <= {slow:g}")
+
+    def pair_with_turns(turns):
+        return d * math.log(original / (turns * 2 * math.pi)) / (2 * math.log(b))
+
+    return max(math.floor(pair_with_turns(fast)), 0), min(math.ceil(pair_with_turns(slow)), d - 1)
+
+
+def yarn_ramp(d, base, original_max_position, beta_fast=32.0, beta_slow=1.0) -> np.ndarray:
+    r"""YaRN's per-pair blend :math:`\gamma_i \in [0, 1]`: 1 keeps pair i's frequency (extrapolate), 0
+    divides it by s (interpolate).
+
+    Hugging Face's form: :math:`\gamma_i = 1 - \mathrm{clip}\big((i - \mathrm{low}) / (\mathrm{high} - \mathrm{low}), 0, 1\big)`
+    over the pair index i, with (low, high) from :func:`yarn_correction_range`. The paper
+    (Peng et al. 2023, arXiv:2309.00071, eq. 17–18) ramps linearly in the number of turns
+    :math:`r = L_0/\lambda_i` between alpha = beta_slow and beta = beta_fast, without rounding; since r is
+    exponential in i, the two ramps coincide at the ends and differ in shape between them.
+    """
+    low, high = yarn_correction_range(d, base, original_max_position, beta_fast, beta_slow)
+    if low == high:
+        high += 0.001  # transformers' guard against a zero-width ramp
+    i = np.arange(d // 2, dtype=np.float64)
+    return 1.0 - np.clip((i - low) / (high - low), 0.0, 1.0)
+
+
+def yarn(d, base=10000.0, scale=1.0, original_max_position=None, beta_fast=32.0, beta_slow=1.0):
+    r"""YaRN: per-pair blend of interpolation and extrapolation, plus an attention temperature.
+
+    .. math:: \theta'_i = (1 - \gamma_i)\,\frac{\theta_i}{s} + \gamma_i\,\theta_i, \qquad
+              \text{attention factor} = 0.1 \ln s + 1
+
+    Peng et al. 2023 (arXiv:2309.00071), §3.4 ("NTK-by-parts") and eq. 22; γ from :func:`yarn_ramp`
+    (Hugging Face's ramp over pair indices; see there how it differs from the paper's).
+    """
+    if original_max_position is None:
+        raise TypeError("yarn needs original_max_position (the training context length, an integer)")
+    s = _checks.scale(scale)
+    theta = rope_frequencies(d, base)
+    gamma = yarn_ramp(d, base, original_max_position, beta_fast, beta_slow)
+    return (1.0 - gamma) * theta / s + gamma * theta, yarn_attention_factor(s)
+
+
+def llama3(d, base=500000.0, scale=8.0, original_max_position=8192, low_freq_factor=1.0, high_freq_factor=4.0):
+    r"""Llama 3.1's frequency bands (Meta 2024, "The Llama 3 Herd of Models", arXiv:2407.21783; the
+    formula is in Meta's reference code and transformers' ``_compute_llama3_parameters``).
+
+    With :math:`\lambda_i = 2\pi/\theta_i`: pairs with :math:`\lambda_i < L_0/\mathrm{high}` keep
+    :math:`\theta_i`; pairs with :math:`\lambda_i > L_0/\mathrm{low}` get :math:`\theta_i / s`; in between,
+
+    .. math:: \theta'_i = (1 - \gamma_i)\frac{\theta_i}{s} + \gamma_i\theta_i, \qquad
+              \gamma_i = \frac{L_0/\lambda_i - \mathrm{low}}{\mathrm{high} - \mathrm{low}}
+
+    Defaults are Llama 3.1's: base 500000, s = 8, L_0 = 8192, low = 1, high = 4. Attention factor 1.
+    """
+    s = _checks.scale(scale)
+    original = _checks.integer("original_max_position", original_max_position, minimum=1)
+    low = _checks.real("low_freq_factor", low_freq_factor, greater_than=0.0)
+    high = _checks.real("high_freq_factor", high_freq_factor, greater_than=0.0)
+    if not high > low:
+        raise ValueError(f"high_freq_factor must be > low_freq_factor, got {high:g} <= {low:g}")
+    theta = rope_frequencies(d, base)
+    wavelength = 2 * np.pi / theta
+    gamma = np.clip((original / wavelength - low) / (high - low), 0.0, 1.0)
+    return (1.0 - gamma) * theta / s + gamma * theta, 1.0
+
+
+def _by_name(fn, *needs):
+    """Adapt a method to the common signature (d, base, scale, original_max_position, seq_len)."""
+
+    def call(d, base, scale, original_max_position=None, seq_len=None):
+        extra = {"original_max_position": original_max_position, "seq_len": seq_len}
+        return fn(d, base, scale, **{k: extra[k] for k in needs})
+
+    call.__name__ = fn.__name__
+    call.__doc__ = fn.__doc__
+    return call
+
+
+#: Name -> method with the common signature ``(d, base, scale, original_max_position=None, seq_len=None)``.
+METHODS = {
+    "default": lambda d, base, scale=1.0, original_max_position=None, seq_len=None: default(d, base),
+    "position_interpolation": _by_name(position_interpolation),
+    "ntk_aware": _by_name(ntk_aware),
+    "dynamic_ntk": _by_name(dynamic_ntk, "seq_len", "original_max_position"),
+    "yarn": _by_name(yarn, "original_max_position"),
+    "llama3": _by_name(llama3, "original_max_position"),
+}

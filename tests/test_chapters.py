@@ -1,0 +1,120 @@
+"""Every chapter: one source notebook, a generated lesson that matches it, and exercises that grade.
+
+For each folder of solutions/: the source notebook is committed clean; executed as is it passes all its
+own tests (visible and hidden) within the time budget; the lesson in lessons/ is exactly what nbgrader
+generates from it; the lesson contains no solution code, hidden test or mark scheme, its narrative cells
+run, and every graded test cell fails until the student writes the code.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError
+
+from autograder import course
+
+CHAPTERS = course.assignments()
+BUDGET_SECONDS = 30  # each chapter runs once per student at grading time
+
+
+def _source(name):
+    return nbformat.read(course.SOLUTIONS / name / f"{name}.ipynb", as_version=4)
+
+
+def _lesson(name):
+    return nbformat.read(course.LESSONS / name / f"{name}.ipynb", as_version=4)
+
+
+def _nbgrader_meta(cell):
+    return cell.metadata.get("nbgrader", {})
+
+
+def _execute(nb, allow_errors):
+    # skip_cells_with_tag: the book skips exercise cells (tag skip-execution); grading must run them all.
+    client = NotebookClient(nb, timeout=120, kernel_name="python3", allow_errors=allow_errors,
+                            skip_cells_with_tag="posenc-grading-never-skips", resources={"metadata": {"path": str(course.ROOT)}})
+    start = time.perf_counter()
+    client.execute()
+    return time.perf_counter() - start
+
+
+def _errored(cell):
+    return any(out.get("output_type") == "error" for out in cell.get("outputs", []))
+
+
+def test_there_are_chapters():
+    assert CHAPTERS, "solutions/ holds no chapter notebooks"
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_source_is_committed_clean(name):
+    nb = _source(name)
+    assert nb.metadata.kernelspec.name == "python3"
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type == "code":
+            assert not cell.outputs, f"{name}: cell {i} has committed outputs (strip them)"
+            assert cell.execution_count is None, f"{name}: cell {i} has an execution count"
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_lesson_is_what_nbgrader_generates(name, tmp_path):
+    [fresh] = course.release([name], release_dir=tmp_path)
+    committed = (course.LESSONS / name / f"{name}.ipynb").read_text()
+    assert json.loads(fresh.read_text()) == json.loads(committed), (
+        f"lessons/{name} is stale: run `make lessons` and commit the result")
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_lesson_hides_solutions_and_hidden_tests(name):
+    source, lesson = _source(name), _lesson(name)
+    text = json.dumps(lesson)
+    for marker in ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "BEGIN MARK SCHEME"):
+        assert marker not in text, f"lessons/{name} still contains '{marker}'"
+    # Every line of every solution region and hidden-test region is gone from the lesson.
+    for cell in source.cells:
+        for region in re.findall(r"### BEGIN (?:SOLUTION|HIDDEN TESTS)\n(.*?)### END", cell.source, re.S):
+            for line in region.splitlines():
+                line = line.strip()
+                if len(line) > 25:  # long enough to be specific to the solution
+                    assert line not in text, f"lessons/{name} leaks a solution or hidden-test line: {line!r}"
+        if _nbgrader_meta(cell).get("solution") and cell.cell_type == "markdown":
+            assert cell.source.strip() not in text, f"lessons/{name} leaks a written model answer"
+
+
+def _graded_ids(nb):
+    return [_nbgrader_meta(c)["grade_id"] for c in nb.cells
+            if c.cell_type == "code" and _nbgrader_meta(c).get("grade") and not _nbgrader_meta(c).get("solution")]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_source_notebook_passes_its_own_tests_within_budget(name):
+    nb = _source(name)
+    assert _graded_ids(nb), f"{name} has no autograded test cell"
+    try:
+        seconds = _execute(nb, allow_errors=False)
+    except CellExecutionError as exc:
+        pytest.fail(f"{name}: the source notebook fails its own tests:\n{str(exc)[-1500:]}")
+    assert seconds < BUDGET_SECONDS, f"{name} took {seconds:.1f} s to execute (budget {BUDGET_SECONDS} s)"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_lesson_narrative_runs_and_every_test_fails_unsolved(name):
+    nb = _lesson(name)
+    _execute(nb, allow_errors=True)
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        meta = _nbgrader_meta(cell)
+        tags = cell.metadata.get("tags", [])
+        if meta.get("grade") and not meta.get("solution"):
+            assert _errored(cell), f"{name}: test cell {meta['grade_id']} passes on the unsolved lesson"
+        elif not meta.get("solution") and "raises-exception" not in tags:
+            assert not _errored(cell), f"{name}: a narrative cell fails in the lesson:\n{cell.source[:300]}"
