@@ -4,13 +4,14 @@ One module per family, each function one formula, numpy float64 first, torch whe
 Every number in the course book is computed here.
 """
 
-from .alibi import alibi_bias, alibi_slopes
-from .attention import attention, causal_mask, softmax
-from .learned import LearnedPositionalEmbedding, learned_parameter_count
+from .alibi import alibi_bias, alibi_slopes, alibi_weight_within
+from .attention import attention, causal_mask, permutation_matrix, softmax
+from .learned import LearnedPositionalEmbedding, learned_parameter_count, positions_from_mask
 from .relative import (
     RelativePositionBias,
     relative_bias,
     relative_positions,
+    shaw_attention,
     shaw_relative_ids,
     t5_bucket,
     transformer_xl_terms,
@@ -36,18 +37,20 @@ from .scaling import (
     yarn_attention_factor,
     yarn_correction_range,
     yarn_ramp,
+    yarn_ramp_paper,
 )
 from .sinusoidal import frequencies, shift_matrix, sinusoidal, sinusoidal_dot, wavelengths
 
 __all__ = [
     "frequencies", "wavelengths", "sinusoidal", "shift_matrix", "sinusoidal_dot",
-    "LearnedPositionalEmbedding", "learned_parameter_count",
-    "relative_positions", "shaw_relative_ids", "t5_bucket", "relative_bias", "RelativePositionBias",
+    "LearnedPositionalEmbedding", "learned_parameter_count", "positions_from_mask",
+    "relative_positions", "shaw_relative_ids", "shaw_attention", "t5_bucket", "relative_bias",
+    "RelativePositionBias",
     "transformer_xl_terms",
-    "alibi_slopes", "alibi_bias",
+    "alibi_slopes", "alibi_bias", "alibi_weight_within",
     "rope_frequencies", "rope_angles", "apply_rope", "apply_rope_complex", "rope_matrix", "layout_permutation",
     "rope_score_bound",
     "position_interpolation", "ntk_base", "ntk_aware", "dynamic_ntk_base", "dynamic_ntk", "yarn",
-    "yarn_attention_factor", "yarn_correction_range", "yarn_ramp", "llama3", "METHODS",
-    "softmax", "causal_mask", "attention",
+    "yarn_attention_factor", "yarn_correction_range", "yarn_ramp", "yarn_ramp_paper", "llama3", "METHODS",
+    "softmax", "causal_mask", "attention", "permutation_matrix",
 ]

@@ -66,3 +66,36 @@ def alibi_bias(n_heads, q_len, k_len=None, causal=True, slopes=None) -> np.ndarr
     if causal:
         bias = np.where((j > i)[None], -np.inf, bias)
     return bias
+
+
+def alibi_weight_within(slopes, length, distance) -> np.ndarray:
+    r"""The share of its attention that the last query puts on keys at most ``distance`` positions back, when
+    every content score is equal and only the ALiBi bias tells keys apart.
+
+    The last of L causal tokens sees keys at distances :math:`d = 0, \dots, L-1` with weights
+    :math:`w_d = e^{-m d} / \sum_{k=0}^{L-1} e^{-m k}` (a geometric sequence), so the weight within distance D is
+
+    .. math:: W_m(D) = \sum_{d=0}^{D} w_d = \frac{1 - e^{-m(D+1)}}{1 - e^{-mL}} \quad (m \ne 0), \qquad
+              W_0(D) = \frac{D+1}{L}.
+
+    The bias is that of Press et al. 2022 (arXiv:2108.12409), §3, with the content term held constant; the
+    closed form is the partial sum of a geometric series. The smallest D with :math:`W_m(D) \ge 0.9` is how
+    far a head with slope m looks.
+
+    Args: slopes: a scalar or 1-D sequence of finite slopes m (negative values describe a bias added with the
+    wrong sign). length: integer L >= 1. distance: a scalar or 1-D sequence of integers in 0..L-1.
+    Returns: float64 ``(n_slopes, n_distances)``.
+    """
+    m = _checks.positions("slopes", slopes)  # (n_slopes,)
+    length = _checks.integer("length", length, minimum=1)
+    d = _checks.positions("distance", distance, integer_only=True, non_negative=True)  # (n_distances,)
+    if (d > length - 1).any():
+        raise ValueError(f"distance must be at most length - 1 = {length - 1}, got {d[d > length - 1][:3].tolist()}")
+    m = m[:, None]  # (n_slopes, 1)
+    d = d[None, :]  # (1, n_distances)
+    flat = m == 0
+    a = np.where(flat, 1.0, np.abs(m))  # |m|; m = 0 takes the uniform formula below (avoids 0/0)
+    share = np.expm1(-a * (d + 1)) / np.expm1(-a * length)  # (n_slopes, n_distances), exact for m > 0
+    # m < 0: the same ratio written as e^{|m|(D+1-L)} (1 - e^{-|m|(D+1)}) / (1 - e^{-|m|L}), which cannot overflow
+    share = np.where(m < 0, np.exp(a * (d + 1 - length)) * share, share)
+    return np.where(flat, (d + 1) / length, share)

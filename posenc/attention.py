@@ -64,3 +64,28 @@ def attention(q, k, v, bias=None, causal=False, return_weights=False):
     weights = softmax(scores)
     out = weights @ v
     return (out, weights) if return_weights else out
+
+
+def permutation_matrix(perm) -> np.ndarray:
+    r"""The permutation matrix P that reorders the rows of a sequence: :math:`(PX)_i = X_{\pi(i)}`.
+
+    .. math:: P_{ij} = \begin{cases} 1 & j = \pi(i) \\ 0 & \text{otherwise} \end{cases}, \qquad P P^\top = I
+
+    so ``permutation_matrix(perm) @ x == x[perm]``: row i of the reordered sequence is row ``perm[i]`` of the
+    original. It is the P of the property that makes positional encodings necessary: attention without them
+    is permutation-equivariant, Attention(PQ, PK, PV) = P Attention(Q, K, V) (scaled dot-product attention of
+    Vaswani et al. 2017, arXiv:1706.03762, §3.2.1).
+
+    Args: perm: a 1-D sequence holding each of 0, 1, ..., n-1 exactly once (n >= 1).
+    Returns: float64 ``(n, n)``.
+    """
+    if np.ndim(perm) == 0 and not isinstance(perm, (str, bytes)):
+        raise TypeError(f"perm must be a 1-D sequence of indices, got the scalar {perm!r}")
+    p = _checks.positions("perm", perm, integer_only=True, non_negative=True)
+    n = p.size
+    if n == 0:
+        raise ValueError("perm must hold at least one index, got an empty sequence")
+    if not np.array_equal(np.sort(p), np.arange(n)):
+        raise ValueError(f"perm must hold each of 0, ..., {n - 1} exactly once, got {p.astype(np.int64).tolist()[:12]}")
+    eye = np.eye(n, dtype=np.float64)
+    return eye[p.astype(np.int64)]  # (n, n)

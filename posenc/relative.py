@@ -13,6 +13,7 @@ import torch
 from torch import nn
 
 from . import _checks
+from .attention import softmax
 from .sinusoidal import sinusoidal
 
 
@@ -182,3 +183,57 @@ def transformer_xl_terms(x, w_q, w_ke, w_kr, u, v, base=10000.0) -> dict:
     }
     terms["total"] = sum(terms.values())
     return terms
+
+
+def shaw_attention(x, w_q, w_k, w_v, table_k, table_v, max_relative_position) -> dict:
+    r"""One head of Shaw et al.'s relation-aware self-attention: relative embeddings enter the keys and the values.
+
+    .. math:: e_{ij} = \frac{q_i^\top (k_j + a^K_{ij})}{\sqrt{d_z}}, \qquad
+              \alpha_{ij} = \mathrm{softmax}_j(e_{ij}), \qquad
+              z_i = \sum_j \alpha_{ij}\,(v_j + a^V_{ij}),
+
+    with :math:`q_i = W_Q x_i`, :math:`k_j = W_K x_j`, :math:`v_j = W_V x_j` and the two learned tables read at
+    the clipped offset, :math:`a^K_{ij} = w^K_{\mathrm{clip}(j-i,-k,k)}`, :math:`a^V_{ij} = w^V_{\mathrm{clip}(j-i,-k,k)}`.
+
+    Shaw, Uszkoreit & Vaswani 2018 (arXiv:1803.02155), eqs. 3-4 and §3.2 (the paper writes row vectors,
+    :math:`x_i W^Q`; here :math:`W_Q` is ``(d_z, d_model)`` and acts on columns, as in ``transformer_xl_terms``).
+    Row r of a table holds the embedding of offset r - k: the ids of ``shaw_relative_ids``. No mask.
+
+    Shapes: x ``(L, d_model)``; w_q, w_k, w_v ``(d_z, d_model)``; table_k, table_v ``(2k + 1, d_z)``.
+    Returns: dict with ``logits`` and ``weights`` ``(L, L)`` (:math:`e` and :math:`\alpha`) and ``output``
+    ``(L, d_z)`` (:math:`z`).
+    """
+    x = _checks.finite_array("x", x)
+    if x.ndim != 2:
+        raise ValueError(f"x must have shape (L, d_model), got {x.shape}")
+    seq, d_model = x.shape
+    k = _checks.integer("max_relative_position", max_relative_position, minimum=0)
+    mats = {}
+    for name, w in (("w_q", w_q), ("w_k", w_k), ("w_v", w_v)):
+        w = _checks.finite_array(name, w)
+        if w.ndim != 2 or w.shape[1] != d_model:
+            raise ValueError(f"{name} must have shape (d_z, {d_model}), got {w.shape}")
+        mats[name] = w
+    d_z = mats["w_q"].shape[0]
+    if mats["w_k"].shape[0] != d_z or mats["w_v"].shape[0] != d_z:
+        raise ValueError("w_q, w_k and w_v must all have d_z rows")
+    tables = {}
+    for name, t in (("table_k", table_k), ("table_v", table_v)):
+        t = _checks.finite_array(name, t)
+        if t.shape != (2 * k + 1, d_z):
+            raise ValueError(f"{name} must have shape (2k + 1, d_z) = ({2 * k + 1}, {d_z}) for "
+                             f"max_relative_position k = {k}, got {t.shape}")
+        tables[name] = t
+
+    ids = shaw_relative_ids(seq, seq, k)  # (L, L) rows of the tables
+    rows = np.arange(seq)[:, None]  # (L, 1)
+    q = x @ mats["w_q"].T  # (L, d_z)
+    keys = x @ mats["w_k"].T  # (L, d_z)
+    values = x @ mats["w_v"].T  # (L, d_z)
+    q_dot_a = (q @ tables["table_k"].T)[rows, ids]  # (L, L): q_i . a^K_ij, one product per table row
+    logits = (q @ keys.T + q_dot_a) / math.sqrt(d_z)  # (L, L)
+    weights = softmax(logits)  # (L, L)
+    per_row = np.zeros((seq, 2 * k + 1))  # (L, 2k+1): the weight each query puts on each table row
+    np.add.at(per_row, (np.broadcast_to(rows, ids.shape), ids), weights)
+    output = weights @ values + per_row @ tables["table_v"]  # (L, d_z)
+    return {"logits": logits, "weights": weights, "output": output}

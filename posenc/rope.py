@@ -117,22 +117,46 @@ def rope_matrix(position, d, base=10000.0, layout="interleaved", rotary_dim=None
 
 def _rotate(x, cos, sin, layout, rotary_dim):
     """out = R x on the last axis, for numpy arrays or torch tensors; cos, sin are (seq, rotary_dim/2)."""
-    first, second = _pair_index(layout, rotary_dim)
-    x1, x2 = x[..., first], x[..., second]
     if isinstance(x, np.ndarray):
+        first, second = _pair_index(layout, rotary_dim)
+        x1, x2 = x[..., first], x[..., second]
         out = x.copy()
         out[..., first] = x1 * cos - x2 * sin
         out[..., second] = x2 * cos + x1 * sin
         return out
-    # torch: write each half straight into the output, with no temporaries (four elementwise passes).
-    out = torch.empty_like(x)
+    return _rotate_torch(x, cos, sin, layout, rotary_dim)
+
+
+def _rotate_torch(x, cos, sin, layout, rotary_dim):
+    """The torch kernel: writes straight into one output tensor, with no full-size temporaries.
+
+    Interleaved float32/float64: one complex multiply, (x_2i + i x_2i+1) e^{i m theta_i}. Otherwise the
+    rotated dimensions are viewed as (..., 2, h) (half) or (..., h, 2) (interleaved), both members are
+    multiplied by cos in one pass, and the sin terms are accumulated in place.
+    """
+    h = rotary_dim // 2
+    out = torch.empty_like(x, memory_format=torch.contiguous_format)
     if rotary_dim < x.shape[-1]:
         out[..., rotary_dim:] = x[..., rotary_dim:]
-    o1, o2 = out[..., first], out[..., second]
-    torch.mul(x1, cos, out=o1)
-    o1.addcmul_(x2, sin, value=-1.0)
-    torch.mul(x2, cos, out=o2)
-    o2.addcmul_(x1, sin)
+    xs = x[..., :rotary_dim]
+    if xs.stride(-1) != 1:
+        xs = xs.contiguous()
+    if layout == "interleaved" and x.dtype in (torch.float32, torch.float64):
+        try:
+            zx = torch.view_as_complex(xs.unflatten(-1, (h, 2)))
+        except RuntimeError:  # strides not compatible with a complex view
+            zx = torch.view_as_complex(xs.contiguous().unflatten(-1, (h, 2)))
+        zo = torch.view_as_complex(out[..., :rotary_dim].unflatten(-1, (h, 2)))
+        torch.mul(zx, torch.complex(cos, sin), out=zo)
+        return out
+    member = -2 if layout == "half" else -1  # the axis that holds the two members of a pair
+    shape = (2, h) if layout == "half" else (h, 2)
+    xv = xs.unflatten(-1, shape)
+    ov = out[..., :rotary_dim].unflatten(-1, shape)
+    torch.mul(xv, cos.unsqueeze(member), out=ov)
+    first, second = ov.select(member, 0), ov.select(member, 1)
+    first.addcmul_(xv.select(member, 1), sin, value=-1.0)
+    second.addcmul_(xv.select(member, 0), sin)
     return out
 
 
@@ -178,7 +202,8 @@ def apply_rope(x, positions, base=10000.0, layout="interleaved", rotary_dim=None
     if is_torch:
         if not x.is_floating_point():
             raise TypeError(f"x must be a floating-point tensor, got dtype {x.dtype}")
-        if not torch.isfinite(x).all():
+        # A sum is one fast read pass and is finite unless x holds NaN/inf (or it overflows: then check exactly).
+        if not torch.isfinite(x.sum()) and not torch.isfinite(x).all():
             raise ValueError("x must contain only finite values (no NaN or inf)")
     else:
         x = _checks.finite_array("x", x)

@@ -131,6 +131,31 @@ def yarn_ramp(d, base, original_max_position, beta_fast=32.0, beta_slow=1.0) -> 
     return 1.0 - np.clip((i - low) / (high - low), 0.0, 1.0)
 
 
+def yarn_ramp_paper(d, base, original_max_position, beta_fast=32.0, beta_slow=1.0) -> np.ndarray:
+    r"""YaRN's per-pair blend :math:`\gamma_i \in [0, 1]` as the paper writes it: linear in the number of turns.
+
+    Pair i makes :math:`r_i = L_0 / \lambda_i = L_0\,\theta_i / 2\pi` turns over the training length
+    :math:`L_0`; with :math:`\alpha` = beta_slow and :math:`\beta` = beta_fast,
+
+    .. math:: \gamma_i = \mathrm{clip}\Big(\frac{r_i - \alpha}{\beta - \alpha},\ 0,\ 1\Big)
+
+    Peng et al. 2023 (arXiv:2309.00071), "NTK-by-parts" interpolation: 1 keeps :math:`\theta_i`
+    (extrapolate), 0 divides it by s (interpolate). Pairs with at least beta_fast turns get 1 and pairs with at
+    most beta_slow turns get 0, as in :func:`yarn_ramp` (Hugging Face's ramp over pair indices, whose rounded
+    ends give the same 1s and 0s unless all pairs lie on one side of the band); in between the two shapes
+    differ, because r is exponential in i. Returns float64 ``(d/2,)``.
+    """
+    d = _checks.even_dim("d", d)
+    b = _checks.base(base)
+    original = _checks.integer("original_max_position", original_max_position, minimum=1)
+    fast = _checks.real("beta_fast", beta_fast, greater_than=0.0)
+    slow = _checks.real("beta_slow", beta_slow, greater_than=0.0)
+    if not fast > slow:
+        raise ValueError(f"beta_fast must be > beta_slow (turns of the fast boundary), got {fast:g} <= {slow:g}")
+    turns = original * rope_frequencies(d, b) / (2 * np.pi)  # (d/2,)
+    return np.clip((turns - slow) / (fast - slow), 0.0, 1.0)
+
+
 def yarn(d, base=10000.0, scale=1.0, original_max_position=None, beta_fast=32.0, beta_slow=1.0):
     r"""YaRN: per-pair blend of interpolation and extrapolation, plus an attention temperature.
 
