@@ -8,7 +8,7 @@ JB     := $(VENV)/bin/jupyter-book
 export PYTHONHASHSEED := 0
 export MPLBACKEND := Agg
 
-.PHONY: install book book-all test lab bench lessons clean
+.PHONY: install assets arena book book-all test lab bench lessons clean
 
 install: $(STAMP)
 
@@ -19,12 +19,21 @@ $(STAMP): requirements.txt pyproject.toml
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
 	@touch $@
 
+# MathJax, RequireJS and the widget manager, served from the book itself (see book/_ext/offline_assets.py).
+# Without npm the book still builds and loads them from CDNs.
+node_modules/.stamp: package.json package-lock.json
+	@if command -v npm >/dev/null 2>&1; then \
+		npm ci --no-audit --no-fund --loglevel=error && touch $@; \
+	else echo "npm not found: the book will load MathJax and the widget manager from CDNs"; fi
+
+assets: node_modules/.stamp
+
 # The rendered book, strict: warnings are errors, a failing cell fails the build.
-book: $(STAMP)
+book: $(STAMP) assets
 	$(JB) build . --warningiserror --nitpick --keep-going
 
 # The same from a clean read of every page (a no-change rebuild hides warnings of unchanged pages).
-book-all: $(STAMP)
+book-all: $(STAMP) assets
 	$(JB) build . --warningiserror --nitpick --keep-going --all
 
 test: $(STAMP)
@@ -36,6 +45,11 @@ lab: $(STAMP)
 # The student notebooks, generated from the source notebooks by nbgrader.
 lessons: $(STAMP)
 	$(PY) -m autograder release
+
+# The extrapolation arena: trains one tiny model per positional scheme (about 15 minutes on 2 cores)
+# and writes book/data/arena.json, which the book reads.
+arena: $(STAMP)
+	$(PY) -m posenc.arena
 
 bench: $(STAMP)
 	$(PY) -m posenc.bench
