@@ -2,7 +2,8 @@
 
 With the npm packages of package.json installed (``make book`` runs ``npm ci``), every page loads them
 from ``_offline/`` in the build instead of from CDNs, so the book renders without network access. The
-widget manager fetches its icon fonts relative to the page, so the fonts are copied next to every page.
+widget manager fetches its icon fonts from folders named after its modules, relative to the page, so the
+fonts are copied there beside every page.
 Without node_modules (no npm on the machine) the book keeps the CDN addresses and says so once.
 """
 
@@ -23,6 +24,9 @@ ASSETS = {
     "requirejs/require.js": "requirejs/require.js",
     "@jupyter-widgets/html-manager/dist": "html-manager",
 }
+# Each bundled module resolves its fonts against its own AMD id, relative to the page:
+# "@jupyter-widgets/base" and "/controls" look in @jupyter-widgets/, the embed manager in .../html-manager/dist/.
+FONT_FOLDERS = ("@jupyter-widgets", "@jupyter-widgets/html-manager/dist")
 FONT_SUFFIXES = (".woff2", ".woff", ".ttf", ".eot", ".svg")
 
 
@@ -63,8 +67,11 @@ def copy_assets(app: Sphinx, exception) -> None:
     fonts = [f for f in (root / "@jupyter-widgets/html-manager/dist").iterdir() if f.suffix in FONT_SUFFIXES]
     page_dirs = {p.parent for p in out.rglob("*.html") if FOLDER not in p.parts and "_static" not in p.parts}
     for folder in page_dirs:
-        for font in fonts:
-            shutil.copy2(font, folder / font.name)
+        for sub in FONT_FOLDERS:
+            target = folder / sub
+            target.mkdir(parents=True, exist_ok=True)
+            for font in fonts:
+                shutil.copy2(font, target / font.name)
     logger.info(f"offline assets: copied into {FOLDER}/ and fonts next to {len(page_dirs)} page folders")
 
 
