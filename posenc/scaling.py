@@ -88,7 +88,7 @@ def dynamic_ntk(d, base=10000.0, scale=1.0, seq_len=None, original_max_position=
 def yarn_attention_factor(scale) -> float:
     r"""YaRN's attention factor :math:`0.1 \ln s + 1` (1 for s <= 1), applied to both q and k, so the logits
     are multiplied by its square, i.e. divided by the temperature t with :math:`\sqrt{1/t} = 0.1\ln s + 1`
-    (Peng et al. 2023, arXiv:2309.00071, eq. 22)."""
+    (Peng et al. 2023, arXiv:2309.00071, §3.4)."""
     s = _checks.scale(scale)
     return 0.1 * math.log(s) + 1.0
 
@@ -120,7 +120,7 @@ def yarn_ramp(d, base, original_max_position, beta_fast=32.0, beta_slow=1.0) -> 
 
     Hugging Face's form: :math:`\gamma_i = 1 - \mathrm{clip}\big((i - \mathrm{low}) / (\mathrm{high} - \mathrm{low}), 0, 1\big)`
     over the pair index i, with (low, high) from :func:`yarn_correction_range`. The paper
-    (Peng et al. 2023, arXiv:2309.00071, eq. 17–18) ramps linearly in the number of turns
+    (Peng et al. 2023, arXiv:2309.00071, §3.2) ramps linearly in the number of turns
     :math:`r = L_0/\lambda_i` between alpha = beta_slow and beta = beta_fast, without rounding; since r is
     exponential in i, the two ramps coincide at the ends and differ in shape between them.
     """
@@ -162,7 +162,7 @@ def yarn(d, base=10000.0, scale=1.0, original_max_position=None, beta_fast=32.0,
     .. math:: \theta'_i = (1 - \gamma_i)\,\frac{\theta_i}{s} + \gamma_i\,\theta_i, \qquad
               \text{attention factor} = 0.1 \ln s + 1
 
-    Peng et al. 2023 (arXiv:2309.00071), §3.4 ("NTK-by-parts") and eq. 22; γ from :func:`yarn_ramp`
+    Peng et al. 2023 (arXiv:2309.00071): §3.2 ("NTK-by-parts") and §3.4 (the temperature); γ from :func:`yarn_ramp`
     (Hugging Face's ramp over pair indices; see there how it differs from the paper's).
     """
     if original_max_position is None:
