@@ -33,7 +33,7 @@ class LearnedPositionalEmbedding(nn.Module):
         super().__init__()
         self.max_len = _checks.integer("max_len", max_len, minimum=1)
         self.d = _checks.integer("d", d, minimum=1)
-        self.weight = nn.Parameter(torch.randn(self.max_len, self.d) * 0.02)  # GPT-2's init scale
+        self.weight = nn.Parameter(torch.randn(self.max_len, self.d) * 0.02)  # initializer_range of BERT in transformers
 
     def rows(self, positions) -> torch.Tensor:
         """The embedding rows for integer positions, shape ``(len(positions), d)``."""
