@@ -6,7 +6,6 @@ STAMP  := $(VENV)/.stamp-requirements
 JB     := $(VENV)/bin/jupyter-book
 
 export PYTHONHASHSEED := 0
-export MPLBACKEND := Agg
 
 .PHONY: install assets arena book book-all test lab bench lessons clean
 

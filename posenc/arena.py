@@ -58,7 +58,7 @@ class Config:
     lr: float = 3e-3
     warmup: int = 100
     seed: int = 0
-    threads: int = 2
+    threads: int = 1  # one thread: OpenMP spin-waits make two threads far slower on a busy 2-core machine
     schemes: tuple = SCHEMES
 
     def key(self) -> str:
