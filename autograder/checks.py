@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import math
+import sys
 import types
 
 import numpy as np
@@ -44,23 +45,67 @@ _WATCHED = {
 _ORIGINAL = {name: getattr(owner, attr) for name, (owner, attr) in _WATCHED.items()}
 
 
-def _reference_functions():
-    """Every Python function of posenc's public API (methods of its classes included), by qualified name."""
-    found = {}
+def _fingerprint(code):
+    """What a function does: its bytecode, constants and names (nested code objects by their own fingerprint)."""
+    consts = tuple(_fingerprint(c) if isinstance(c, types.CodeType) else c for c in code.co_consts)
+    return code.co_code, consts, code.co_names
+
+
+_SOURCE_FINGERPRINTS = {}
+
+
+def _source_fingerprints(module):
+    """{qualname: fingerprint} of every function compiled from the module's file on disk (cached)."""
+    if module.__name__ not in _SOURCE_FINGERPRINTS:
+        found = {}
+
+        def walk(code):
+            for const in code.co_consts:
+                if isinstance(const, types.CodeType):
+                    found[const.co_qualname] = _fingerprint(const)
+                    walk(const)
+
+        source = inspect.getsource(module)
+        walk(compile(source, module.__file__, "exec", dont_inherit=True))
+        _SOURCE_FINGERPRINTS[module.__name__] = found
+    return _SOURCE_FINGERPRINTS[module.__name__]
+
+
+def _posenc_modules():
+    return [m for name, m in list(sys.modules.items())
+            if (name == "posenc" or name.startswith("posenc.")) and getattr(m, "__file__", None)]
+
+
+def _check_posenc():
+    """posenc's loaded functions must run the code of posenc's source files, and its public names must be
+    posenc's own objects. Checked against the files rather than a snapshot, so it holds for parts of posenc
+    that load after this module (the torch ones load on first use)."""
+    for module in _posenc_modules():
+        reference = _source_fingerprints(module)
+        for attr, obj in list(vars(module).items()):
+            members = [(attr, obj)]
+            if inspect.isclass(obj) and obj.__module__ == module.__name__:
+                members = [(f"{attr}.{name}", m) for name, m in vars(obj).items() if isinstance(m, types.FunctionType)]
+            for qualname, fn in members:
+                if not isinstance(fn, types.FunctionType) or qualname not in reference:
+                    continue
+                if _fingerprint(fn.__code__) != reference[qualname]:
+                    raise Tampered(f"{module.__name__}.{qualname} was modified by code in this notebook; "
+                                   "restart the kernel and remove that code.")
+            if inspect.isclass(obj) and obj.__module__ == module.__name__:
+                for name, m in vars(obj).items():
+                    if isinstance(m, types.FunctionType) and f"{attr}.{name}" not in reference:
+                        raise Tampered(f"{module.__name__}.{attr}.{name} was added or replaced by code in this "
+                                       "notebook; restart the kernel and remove that code.")
     for name in posenc.__all__:
-        obj = getattr(posenc, name)
-        if isinstance(obj, types.FunctionType):
-            found[f"posenc.{name}"] = obj
-        elif inspect.isclass(obj):
-            for attr, member in vars(obj).items():
-                if isinstance(member, types.FunctionType):
-                    found[f"posenc.{name}.{attr}"] = member
-    return found
-
-
-_REFERENCE = _reference_functions()
-_REFERENCE_CODE = {name: fn.__code__ for name, fn in _REFERENCE.items()}
-_POSENC_ATTRS = {name: getattr(posenc, name) for name in posenc.__all__}
+        obj = vars(posenc).get(name)
+        if obj is None:
+            continue  # not loaded yet
+        home = sys.modules.get(getattr(obj, "__module__", "") or "")
+        if not (getattr(obj, "__module__", "") or "").startswith("posenc") or getattr(home, name, None) is not obj:
+            if not isinstance(obj, dict):  # METHODS is a plain dict
+                raise Tampered(f"posenc.{name} was replaced by code in this notebook; restart the kernel and "
+                               "remove the code that assigns to it.")
 
 
 class Tampered(AssertionError):
@@ -73,13 +118,11 @@ def untampered():
         if getattr(owner, attr, None) is not _ORIGINAL[name]:
             raise Tampered(f"{name} was replaced by code in this notebook; the tests cannot trust it. "
                            "Remove any code that assigns to library functions, then restart and run all.")
-    for name, value in _POSENC_ATTRS.items():
-        if getattr(posenc, name, None) is not value:
-            raise Tampered(f"posenc.{name} was replaced by code in this notebook; restart the kernel and "
-                           "remove the code that assigns to it.")
-    for name, fn in _REFERENCE.items():
-        if fn.__code__ is not _REFERENCE_CODE[name]:
-            raise Tampered(f"{name} was modified by code in this notebook; restart the kernel and remove it.")
+    _check_posenc()
+    for name, fn in globals().get("_OWN", {}).items():  # this module's own helpers (snapshot at the end)
+        if globals().get(name) is not fn or fn.__code__ is not _OWN_CODE[name]:
+            raise Tampered(f"checks.{name} was replaced by code in this notebook; the tests cannot trust it. "
+                           "Remove that code, then restart and run all.")
 
 
 def _as_array(value, what):
@@ -173,3 +216,9 @@ def without(*references):
 def rng(seed):
     """The random generator hidden tests draw their cases from (fixed seed: grading is reproducible)."""
     return np.random.default_rng(seed)
+
+
+# Snapshot of this module's helpers, for untampered(): a notebook that assigns `checks.close = ...` is
+# refused by the grader, which calls checks.untampered() before every test cell.
+_OWN = {name: globals()[name] for name in ("untampered", "close", "equal", "without", "rng")}
+_OWN_CODE = {name: fn.__code__ for name, fn in _OWN.items()}

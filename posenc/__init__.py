@@ -4,11 +4,11 @@ One module per family, each function one formula, numpy float64 first, torch whe
 Every number in the course book is computed here.
 """
 
+import importlib
+
 from .alibi import alibi_bias, alibi_slopes, alibi_weight_within
 from .attention import attention, causal_mask, permutation_matrix, softmax
-from .learned import LearnedPositionalEmbedding, learned_parameter_count, positions_from_mask
 from .relative import (
-    RelativePositionBias,
     relative_bias,
     relative_positions,
     shaw_attention,
@@ -40,6 +40,24 @@ from .scaling import (
     yarn_ramp_paper,
 )
 from .sinusoidal import frequencies, shift_matrix, sinusoidal, sinusoidal_dot, wavelengths
+
+# Torch is imported only by the parts that need it (about 2 s of CPU at start-up): these names load on
+# first use, so a notebook that never touches them never imports torch.
+_LAZY = {
+    "LearnedPositionalEmbedding": "learned",
+    "learned_parameter_count": "learned",
+    "positions_from_mask": "learned",
+    "RelativePositionBias": "relative_torch",
+}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        value = getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "frequencies", "wavelengths", "sinusoidal", "shift_matrix", "sinusoidal_dot",

@@ -9,8 +9,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import torch
-from torch import nn
 
 from . import _checks
 from .attention import softmax
@@ -105,33 +103,6 @@ def relative_bias(table, buckets) -> np.ndarray:
     if b.size and (b.min() < 0 or b.max() >= table.shape[0]):
         raise ValueError(f"buckets must lie in 0..{table.shape[0] - 1} (rows of table), got {b.min()}..{b.max()}")
     return np.moveaxis(table[b], -1, 0)
-
-
-class RelativePositionBias(nn.Module):
-    r"""T5's learned relative position bias: one scalar per (bucket, head), added to every attention logit.
-
-    Raffel et al. 2020 (arXiv:1910.10683), §2.1. ``forward(q_len, k_len)`` returns the bias
-    ``(heads, q_len, k_len)`` with :math:`B_{h,i,j} = T[\mathrm{t5\_bucket}(j - i), h]`; keys and queries
-    are aligned at their ends (the queries are the last q_len of the k_len positions, as with a KV cache).
-    """
-
-    def __init__(self, n_heads, num_buckets=32, max_distance=128, bidirectional=True):
-        super().__init__()
-        self.n_heads = _checks.integer("n_heads", n_heads, minimum=1)
-        t5_bucket(np.zeros(1, dtype=np.int64), bidirectional, num_buckets, max_distance)  # validates settings
-        self.num_buckets, self.max_distance, self.bidirectional = int(num_buckets), int(max_distance), bidirectional
-        self.table = nn.Embedding(self.num_buckets, self.n_heads)
-
-    def buckets(self, q_len, k_len) -> np.ndarray:
-        q_len = _checks.integer("q_len", q_len, minimum=1)
-        k_len = _checks.integer("k_len", k_len, minimum=q_len)
-        rel = relative_positions(q_len, k_len) - (k_len - q_len)  # queries sit at the end of the keys
-        return t5_bucket(rel, self.bidirectional, self.num_buckets, self.max_distance)
-
-    def forward(self, q_len, k_len=None) -> torch.Tensor:
-        k_len = q_len if k_len is None else k_len
-        b = torch.as_tensor(self.buckets(q_len, k_len), device=self.table.weight.device)
-        return self.table(b).permute(2, 0, 1)  # (heads, q_len, k_len)
 
 
 def transformer_xl_terms(x, w_q, w_ke, w_kr, u, v, base=10000.0) -> dict:
@@ -237,3 +208,12 @@ def shaw_attention(x, w_q, w_k, w_v, table_k, table_v, max_relative_position) ->
     np.add.at(per_row, (np.broadcast_to(rows, ids.shape), ids), weights)
     output = weights @ values + per_row @ tables["table_v"]  # (L, d_z)
     return {"logits": logits, "weights": weights, "output": output}
+
+
+def __getattr__(name):
+    # The torch module lives in relative_torch so that the numpy formulas import without torch.
+    if name == "RelativePositionBias":
+        from .relative_torch import RelativePositionBias
+
+        return RelativePositionBias
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

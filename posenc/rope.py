@@ -18,8 +18,9 @@ supported: its backward pass is the inverse rotation :math:`R_m^\top`).
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
-import torch
 
 from . import _checks
 from .sinusoidal import frequencies as _sinusoidal_frequencies
@@ -116,63 +117,13 @@ def rope_matrix(position, d, base=10000.0, layout="interleaved", rotary_dim=None
 
 
 def _rotate(x, cos, sin, layout, rotary_dim):
-    """out = R x on the last axis, for numpy arrays or torch tensors; cos, sin are (seq, rotary_dim/2)."""
-    if isinstance(x, np.ndarray):
-        first, second = _pair_index(layout, rotary_dim)
-        x1, x2 = x[..., first], x[..., second]
-        out = x.copy()
-        out[..., first] = x1 * cos - x2 * sin
-        out[..., second] = x2 * cos + x1 * sin
-        return out
-    return _rotate_torch(x, cos, sin, layout, rotary_dim)
-
-
-def _rotate_torch(x, cos, sin, layout, rotary_dim):
-    """The torch kernel: writes straight into one output tensor, with no full-size temporaries.
-
-    Interleaved float32/float64: one complex multiply, (x_2i + i x_2i+1) e^{i m theta_i}. Otherwise the
-    rotated dimensions are viewed as (..., 2, h) (half) or (..., h, 2) (interleaved), both members are
-    multiplied by cos in one pass, and the sin terms are accumulated in place.
-    """
-    h = rotary_dim // 2
-    out = torch.empty_like(x, memory_format=torch.contiguous_format)
-    if rotary_dim < x.shape[-1]:
-        out[..., rotary_dim:] = x[..., rotary_dim:]
-    xs = x[..., :rotary_dim]
-    if xs.stride(-1) != 1:
-        xs = xs.contiguous()
-    if layout == "interleaved" and x.dtype in (torch.float32, torch.float64):
-        try:
-            zx = torch.view_as_complex(xs.unflatten(-1, (h, 2)))
-        except RuntimeError:  # strides not compatible with a complex view
-            zx = torch.view_as_complex(xs.contiguous().unflatten(-1, (h, 2)))
-        zo = torch.view_as_complex(out[..., :rotary_dim].unflatten(-1, (h, 2)))
-        torch.mul(zx, torch.complex(cos, sin), out=zo)
-        return out
-    member = -2 if layout == "half" else -1  # the axis that holds the two members of a pair
-    shape = (2, h) if layout == "half" else (h, 2)
-    xv = xs.unflatten(-1, shape)
-    ov = out[..., :rotary_dim].unflatten(-1, shape)
-    torch.mul(xv, cos.unsqueeze(member), out=ov)
-    first, second = ov.select(member, 0), ov.select(member, 1)
-    first.addcmul_(xv.select(member, 1), sin, value=-1.0)
-    second.addcmul_(xv.select(member, 0), sin)
+    """out = R x on the last axis of a numpy array; cos, sin are (seq, rotary_dim/2)."""
+    first, second = _pair_index(layout, rotary_dim)
+    x1, x2 = x[..., first], x[..., second]
+    out = x.copy()
+    out[..., first] = x1 * cos - x2 * sin
+    out[..., second] = x2 * cos + x1 * sin
     return out
-
-
-class _RotaryFunction(torch.autograd.Function):
-    """RoPE as an autograd function: the backward pass is the inverse rotation (R_m^T = R_{-m})."""
-
-    @staticmethod
-    def forward(ctx, x, cos, sin, layout, rotary_dim):
-        ctx.save_for_backward(cos, sin)
-        ctx.layout, ctx.rotary_dim = layout, rotary_dim
-        return _rotate(x, cos, sin, layout, rotary_dim)
-
-    @staticmethod
-    def backward(ctx, grad):
-        cos, sin = ctx.saved_tensors
-        return _RotaryFunction.apply(grad, cos, -sin, ctx.layout, ctx.rotary_dim), None, None, None, None
 
 
 def apply_rope(x, positions, base=10000.0, layout="interleaved", rotary_dim=None, frequencies=None,
@@ -198,7 +149,8 @@ def apply_rope(x, positions, base=10000.0, layout="interleaved", rotary_dim=None
             and sin (the logits then scale by its square).
     Returns: same type and shape as x; float64 for numpy, x's dtype for torch.
     """
-    is_torch = isinstance(x, torch.Tensor)
+    torch = sys.modules.get("torch")  # a tensor can only exist if torch is already imported
+    is_torch = torch is not None and isinstance(x, torch.Tensor)
     if is_torch:
         if not x.is_floating_point():
             raise TypeError(f"x must be a floating-point tensor, got dtype {x.dtype}")
@@ -220,9 +172,11 @@ def apply_rope(x, positions, base=10000.0, layout="interleaved", rotary_dim=None
     if not is_torch:
         return _rotate(x, cos, sin, layout, rd)
     _checks.choice("layout", layout, LAYOUTS)
+    from .rope_torch import RotaryFunction
+
     cos_t = torch.as_tensor(cos, dtype=x.dtype, device=x.device)
     sin_t = torch.as_tensor(sin, dtype=x.dtype, device=x.device)
-    return _RotaryFunction.apply(x, cos_t, sin_t, layout, rd)
+    return RotaryFunction.apply(x, cos_t, sin_t, layout, rd)
 
 
 def apply_rope_complex(x, positions, base=10000.0, frequencies=None) -> np.ndarray:
