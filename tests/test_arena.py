@@ -32,6 +32,13 @@ def test_smoke_run_end_to_end(tmp_path):
         assert result["rope_extensions"][method][str(config.train_len)]["loss"] == pytest.approx(plain, rel=1e-6)
     table = result["learned_table"]
     assert np.array(table["similarity"]).shape == (config.train_len, config.train_len)
+    # fixed seeds and deterministic kernels: a second run gives the same numbers (the tolerance README states)
+    again = arena.run(config, show_progress=False)
+    for scheme in SCHEMES:
+        for length in lengths:
+            first, second = result["schemes"][scheme]["by_length"][length], again["schemes"][scheme]["by_length"][length]
+            if first is not None:
+                assert second["loss"] == pytest.approx(first["loss"], rel=1e-6, abs=1e-6)
 
 
 def test_committed_results_match_the_current_experiment():
