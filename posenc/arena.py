@@ -53,7 +53,7 @@ class Config:
     n_heads: int = 4
     n_layers: int = 4
     base: float = 10000.0
-    steps: int = 1500
+    steps: int = 1200
     batch: int = 32
     lr: float = 3e-3
     warmup: int = 100
