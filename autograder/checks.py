@@ -17,6 +17,7 @@ instructor's ``scan`` lists submissions that touch it.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import inspect
 import math
 import sys
@@ -89,11 +90,11 @@ def _check_posenc():
             for qualname, fn in members:
                 if not isinstance(fn, types.FunctionType) or qualname not in reference:
                     continue
-                if _fingerprint(fn.__code__) != reference[qualname]:
+                if _fingerprint(inspect.unwrap(fn).__code__) != reference[qualname]:  # unwrap decorators
                     raise Tampered(f"{module.__name__}.{qualname} was modified by code in this notebook; "
                                    "restart the kernel and remove that code.")
-            if inspect.isclass(obj) and obj.__module__ == module.__name__:
-                for name, m in vars(obj).items():
+            if inspect.isclass(obj) and obj.__module__ == module.__name__ and not dataclasses.is_dataclass(obj):
+                for name, m in vars(obj).items():  # (a dataclass's generated methods have no source)
                     if isinstance(m, types.FunctionType) and f"{attr}.{name}" not in reference:
                         raise Tampered(f"{module.__name__}.{attr}.{name} was added or replaced by code in this "
                                        "notebook; restart the kernel and remove that code.")
