@@ -7,7 +7,7 @@ JB     := $(VENV)/bin/jupyter-book
 
 export PYTHONHASHSEED := 0
 
-.PHONY: install assets arena book book-all test lab bench lessons clean
+.PHONY: install system-deps assets arena book book-all book-instructor test lab bench lessons clean
 
 install: $(STAMP)
 
@@ -35,11 +35,24 @@ book: $(STAMP) assets
 book-all: $(STAMP) assets
 	$(JB) build . --warningiserror --nitpick --keep-going --all
 
-test: $(STAMP)
+# The instructor edition: the same book from solutions/ (solutions, hidden tests and rubrics shown),
+# strict like book-all, in _build/instructor/_build/html (tools/instructor_book.py).
+book-instructor: $(STAMP) assets
+	$(PY) tools/instructor_book.py --out _build/instructor
+
+system-deps:
+	@bash tools/system_deps.sh
+
+test: system-deps $(STAMP) assets
 	$(PY) -m pytest -n 2 --dist loadgroup
 
+# JupyterLab on the lessons: .venv's kernel (posenc importable), ipywidgets and nbgrader's extensions (assignment
+# list, validate). Started from here so that nbgrader reads nbgrader_config.py, whose exchange folder is inside the
+# course folder. LAB_DIR serves another folder of lessons; LAB_ARGS adds JupyterLab options (e.g. --no-browser).
+LAB_DIR ?= lessons
 lab: $(STAMP)
-	$(VENV)/bin/jupyter lab lessons
+	@mkdir -p "$${POSENC_COURSE_DIR:-course}/exchange"
+	env -u MPLBACKEND PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/jupyter lab --ServerApp.root_dir="$(LAB_DIR)" $(LAB_ARGS)
 
 # The student notebooks, generated from the source notebooks by nbgrader.
 lessons: $(STAMP)
@@ -50,8 +63,9 @@ lessons: $(STAMP)
 arena: $(STAMP)
 	$(PY) -m posenc.arena
 
-bench: $(STAMP)
+bench: $(STAMP) assets
 	$(PY) -m posenc.bench
+	$(PY) tools/bench_book.py
 
 clean:
 	rm -rf _build
