@@ -1,0 +1,185 @@
+"""What a reader and an instructor get from the built book, checked in its HTML (the browser checks are in
+test_browser.py): internal links resolve, every figure has alt text, launch and download buttons, search,
+the reader styles, no solution or hidden test of the source notebooks, and the instructor edition."""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import lru_cache
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+import pytest
+import yaml
+from bs4 import BeautifulSoup
+
+from conftest import ROOT, toc_chapters
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("book")]
+
+SKIP_DIRS = {"_static", "_offline", "_sources", "_images", "@jupyter-widgets"}
+
+
+def pages(html: Path) -> list[Path]:
+    return sorted(p for p in html.rglob("*.html") if not SKIP_DIRS & set(p.relative_to(html).parts))
+
+
+@lru_cache(maxsize=None)
+def soup(path: Path) -> BeautifulSoup:
+    return BeautifulSoup(path.read_text(), "html.parser")
+
+
+def article(page: Path):
+    return soup(page).select_one("article.bd-article") or soup(page)
+
+
+def test_internal_links_resolve(built_book):
+    html, _ = built_book
+    broken = []
+    for page in pages(html):
+        for a in soup(page).select("a[href]"):
+            href = a["href"]
+            parts = urlsplit(href)
+            if parts.scheme or href.startswith(("//", "mailto:")):
+                continue
+            target = (page.parent / unquote(parts.path)).resolve() if parts.path else page
+            if target.is_dir():
+                target = target / "index.html"
+            if not target.exists():
+                broken.append(f"{page.relative_to(html)}: {href} (no such file)")
+                continue
+            if parts.fragment and target.suffix == ".html":
+                if not soup(target).find(id=unquote(parts.fragment)):
+                    broken.append(f"{page.relative_to(html)}: {href} (no element with that id)")
+    assert not broken, "broken internal links:\n" + "\n".join(broken[:40])
+
+
+def test_every_figure_has_alt_text(built_book):
+    html, _ = built_book
+    missing = []
+    for page in pages(html):
+        for img in article(page).select("img"):
+            alt = (img.get("alt") or "").strip()
+            src = img.get("src", "")
+            # Sphinx puts the file name as alt when nothing was given: that is no description either.
+            if not alt or alt == Path(src).name or alt == src:
+                missing.append(f"{page.relative_to(html)}: {src[:80]}")
+    assert not missing, "figures without alt text (set the cell metadata mystnb.image.alt):\n" + "\n".join(missing)
+
+
+def test_launch_download_and_search(built_book):
+    html, _ = built_book
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    repo = config["repository"]["url"].rstrip("/")
+    owner_repo = repo.split("github.com/")[1]
+    for chapter in toc_chapters():
+        page = html / f"{chapter}.html"
+        links = [a["href"] for a in soup(page).select("a[href]")]
+        notebook = f"{chapter}.ipynb"
+        assert any(h.startswith("https://mybinder.org/v2/gh/" + owner_repo) and notebook in h for h in links), \
+            f"{chapter}: no Binder launch button for {repo}"
+        assert any(h.startswith("https://colab.research.google.com/github/" + owner_repo) and notebook in h
+                   for h in links), f"{chapter}: no Colab launch button"
+        assert any("/hub/user-redirect/git-pull?repo=" in h and notebook in h for h in links), \
+            f"{chapter}: no JupyterHub launch button"
+        download = [h for h in links if h.endswith(notebook) and "_sources" in h]
+        assert download, f"{chapter}: no notebook download button"
+        assert (page.parent / download[0]).resolve().is_file(), f"{chapter}: the download link points nowhere"
+    assert (html / "search.html").is_file() and (html / "searchindex.js").is_file(), "no search page or index"
+    index = (html / "searchindex.js").read_text()
+    assert "rotary" in index.lower(), "the search index does not know the chapters' words"
+    css = html / "_static" / "posenc.css"
+    assert css.is_file() and "posenc.css" in (html / f"{toc_chapters()[0]}.html").read_text(), \
+        "the reader styles (book/_static/posenc.css) are not in the pages"
+
+
+# --- No solution code, hidden test or model answer in the student book ---------------------------------
+
+REGION = re.compile(r"### BEGIN (SOLUTION|HIDDEN TESTS)\n(.*?)### END \1", re.S)
+MIN_CHARS = 12  # shorter lines ("return x", "pass") also occur in honest narrative code
+
+
+def normalise(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip()
+
+
+POSENC_SOURCE = "\n".join(normalise(line) for f in sorted((ROOT / "posenc").glob("*.py"))
+                          for line in f.read_text().splitlines())
+
+
+def markdown_words(line: str) -> str:
+    return normalise(re.sub(r"[*_`#>|]", " ", line))
+
+
+def secret_lines(source: Path, lesson: Path) -> list[tuple[str, str]]:
+    """(what, line) for each line of a solution region, hidden-test region or model answer of the source
+    notebook that the lesson notebook does not contain anyway."""
+    nb = json.loads(source.read_text())
+    lesson_text = normalise(" ".join("".join(c["source"]) for c in json.loads(lesson.read_text())["cells"]))
+    # A traceback in the book may quote posenc's own source, which a solution line can repeat.
+    lesson_text += " " + POSENC_SOURCE
+    found = []
+    for cell in nb["cells"]:
+        src = "".join(cell["source"])
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if cell["cell_type"] == "code":
+            regions = [(kind.lower(), body) for kind, body in REGION.findall(src)]
+            if meta.get("solution") and not regions:
+                regions = [("solution", src)]
+            for kind, body in regions:
+                for line in body.splitlines():
+                    line = normalise(line)
+                    if len(line) >= MIN_CHARS and line not in lesson_text:
+                        found.append((kind, line))
+        elif meta.get("solution"):  # a written answer: the model answer and rubric
+            for line in src.splitlines():
+                if "$" in line or "{" in line:  # maths and roles render differently; the other lines suffice
+                    continue
+                words = markdown_words(line)
+                if len(words) >= 25 and words not in lesson_text:
+                    found.append(("model answer", words))
+    return found
+
+
+def page_text(page: Path) -> str:
+    return normalise(article(page).get_text(""))
+
+
+def test_student_book_contains_no_solution_or_hidden_test(built_book):
+    html, _ = built_book
+    leaks, checked = [], 0
+    for chapter in toc_chapters():
+        name = Path(chapter).name
+        source = ROOT / "solutions" / name / f"{name}.ipynb"
+        lesson = ROOT / "lessons" / name / f"{name}.ipynb"
+        text = page_text(html / f"{chapter}.html")
+        lines = secret_lines(source, lesson)
+        assert lines, f"{name}: found no solution region in the source notebook (is the pattern still right?)"
+        checked += len(lines)
+        leaks += [f"{name} ({kind}): {line}" for kind, line in lines if line in text]
+    assert not leaks, "the student book shows lines of the solutions:\n" + "\n".join(leaks[:30])
+    assert checked > 50
+
+
+@pytest.mark.xdist_group("instructor")
+def test_instructor_edition_shows_solutions(tmp_path):
+    """`make book-instructor` in small: the landing page and one chapter from solutions/, built strictly."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tools"))
+    import instructor_book
+
+    chapter = Path(toc_chapters()[0]).name
+    result = instructor_book.build(tmp_path, [chapter], cache=tmp_path / "cache")
+    assert result.returncode == 0, (result.stdout + result.stderr)[-5000:]
+    html = tmp_path / "_build" / "html"
+    page = html / "solutions" / chapter / f"{chapter}.html"
+    assert page.is_file(), sorted(str(p.relative_to(html)) for p in html.rglob("*.html"))
+    text = page_text(page)
+    lines = secret_lines(ROOT / "solutions" / chapter / f"{chapter}.ipynb",
+                         ROOT / "lessons" / chapter / f"{chapter}.ipynb")
+    shown = [line for _, line in lines if line in text]
+    assert len(shown) >= 0.9 * len(lines), f"the instructor edition hides {len(lines) - len(shown)} solution lines"
+    assert "Rubric" in text, "the instructor edition shows no rubric"
+    assert "(instructor edition)" in soup(page).title.get_text()
