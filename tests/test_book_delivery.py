@@ -117,6 +117,7 @@ def secret_lines(source: Path, lesson: Path) -> list[tuple[str, str]]:
     notebook that the lesson notebook does not contain anyway."""
     nb = json.loads(source.read_text())
     lesson_text = normalise(" ".join("".join(c["source"]) for c in json.loads(lesson.read_text())["cells"]))
+    lesson_text += " " + lesson_text.replace("`", "")  # prose quotes code in backticks, which the page drops
     # A traceback in the book may quote posenc's own source, which a solution line can repeat.
     lesson_text += " " + POSENC_SOURCE
     found = []
