@@ -93,13 +93,8 @@ def yarn_attention_factor(scale) -> float:
     return 0.1 * math.log(s) + 1.0
 
 
-def yarn_correction_range(d, base, original_max_position, beta_fast=32.0, beta_slow=1.0):
-    r"""The pair indices (low, high) between which YaRN's ramp runs, as Hugging Face computes them.
-
-    Pair i makes :math:`L_0\theta_i / 2\pi` turns over the training length; it makes exactly r turns at
-    :math:`i(r) = \frac{d \ln(L_0 / 2\pi r)}{2 \ln \mathrm{base}}`. low = floor(i(beta_fast)),
-    high = ceil(i(beta_slow)), clipped to [0, d - 1].
-    """
+def _yarn_arguments(d, base, original_max_position, beta_fast, beta_slow):
+    """Checked (d, base, L_0, beta_fast, beta_slow) for the YaRN ramp functions."""
     d = _checks.even_dim("d", d)
     b = _checks.base(base)
     original = _checks.integer("original_max_position", original_max_position, minimum=1)
@@ -107,6 +102,17 @@ def yarn_correction_range(d, base, original_max_position, beta_fast=32.0, beta_s
     slow = _checks.real("beta_slow", beta_slow, greater_than=0.0)
     if not fast > slow:
         raise ValueError(f"beta_fast must be > beta_slow (turns of the fast boundary), got {fast:g} <= {slow:g}")
+    return d, b, original, fast, slow
+
+
+def yarn_correction_range(d, base, original_max_position, beta_fast=32.0, beta_slow=1.0):
+    r"""The pair indices (low, high) between which YaRN's ramp runs, as Hugging Face computes them.
+
+    Pair i makes :math:`L_0\theta_i / 2\pi` turns over the training length; it makes exactly r turns at
+    :math:`i(r) = \frac{d \ln(L_0 / 2\pi r)}{2 \ln \mathrm{base}}`. low = floor(i(beta_fast)),
+    high = ceil(i(beta_slow)), clipped to [0, d - 1].
+    """
+    d, b, original, fast, slow = _yarn_arguments(d, base, original_max_position, beta_fast, beta_slow)
 
     def pair_with_turns(turns):
         return d * math.log(original / (turns * 2 * math.pi)) / (2 * math.log(b))
@@ -145,13 +151,7 @@ def yarn_ramp_paper(d, base, original_max_position, beta_fast=32.0, beta_slow=1.
     ends give the same 1s and 0s unless all pairs lie on one side of the band); in between the two shapes
     differ, because r is exponential in i. Returns float64 ``(d/2,)``.
     """
-    d = _checks.even_dim("d", d)
-    b = _checks.base(base)
-    original = _checks.integer("original_max_position", original_max_position, minimum=1)
-    fast = _checks.real("beta_fast", beta_fast, greater_than=0.0)
-    slow = _checks.real("beta_slow", beta_slow, greater_than=0.0)
-    if not fast > slow:
-        raise ValueError(f"beta_fast must be > beta_slow (turns of the fast boundary), got {fast:g} <= {slow:g}")
+    d, b, original, fast, slow = _yarn_arguments(d, base, original_max_position, beta_fast, beta_slow)
     turns = original * rope_frequencies(d, b) / (2 * np.pi)  # (d/2,)
     return np.clip((turns - slow) / (fast - slow), 0.0, 1.0)
 

@@ -8,25 +8,7 @@ import pytest
 import torch
 
 import posenc
-
-
-def hf_relative_position_bucket(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
-    """``T5Attention._relative_position_bucket`` of Hugging Face transformers (modeling_t5.py), step by step in
-    torch: the distance is cast to float32 before the logarithm, the quotient is truncated by ``.to(torch.long)``."""
-    relative_buckets = torch.zeros_like(relative_position)
-    if bidirectional:
-        num_buckets //= 2
-        relative_buckets += (relative_position > 0).to(torch.long) * num_buckets
-        relative_position = torch.abs(relative_position)
-    else:
-        relative_position = -torch.min(relative_position, torch.zeros_like(relative_position))
-    max_exact = num_buckets // 2
-    is_small = relative_position < max_exact
-    log_ratio = torch.log(relative_position.float() / max_exact) / math.log(max_distance / max_exact)
-    relative_position_if_large = max_exact + (log_ratio * (num_buckets - max_exact)).to(torch.long)
-    relative_position_if_large = torch.min(relative_position_if_large,
-                                           torch.full_like(relative_position_if_large, num_buckets - 1))
-    return relative_buckets + torch.where(is_small, relative_position, relative_position_if_large)
+from test_relative import t5_bucket_reference as hf_relative_position_bucket  # T5's code, written out once
 
 
 # The chapter's exercise settings, T5's own, and settings whose bucket edges fall exactly on an integer offset
