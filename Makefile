@@ -7,7 +7,7 @@ JB     := $(VENV)/bin/jupyter-book
 
 export PYTHONHASHSEED := 0
 
-.PHONY: install system-deps assets arena book book-all book-instructor test lab bench lessons clean
+.PHONY: install system-deps assets arena book book-all book-instructor test lab bench lessons grade feedback export clean
 
 install: $(STAMP)
 
@@ -63,9 +63,25 @@ lessons: $(STAMP)
 arena: $(STAMP)
 	$(PY) -m posenc.arena
 
+# Grading (autograder/README.md, book/instructor.md): SUBMISSIONS is a folder <student>/<chapter>/<chapter>.ipynb,
+# JOBS submissions are graded at the same time. GRADE_ARGS passes more options (e.g. --assignment 02_sinusoidal).
+SUBMISSIONS ?= submissions
+JOBS ?= 1
+grade: $(STAMP)
+	$(PY) -m autograder grade "$(SUBMISSIONS)" --jobs $(JOBS) $(GRADE_ARGS)
+
+# nbgrader's HTML feedback for every autograded submission (course/feedback/).
+feedback: $(STAMP)
+	$(PY) -m autograder feedback
+
+# The gradebook as CSV (nbgrader's exporter): course/grades.csv, or GRADES=file.
+export: $(STAMP)
+	$(PY) -m autograder export $(if $(GRADES),--to "$(GRADES)")
+
 bench: $(STAMP) assets
 	$(PY) -m posenc.bench
 	$(PY) tools/bench_book.py
+	$(PY) -m autograder.bench
 
 clean:
 	rm -rf _build

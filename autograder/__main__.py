@@ -1,4 +1,11 @@
-"""Instructor commands: ``python -m autograder release``."""
+"""Instructor commands (run from the repository root; nbgrader's data go to course/ or $POSENC_COURSE_DIR).
+
+  release [CHAPTER ...]              regenerate lessons/ from solutions/ (same as `make lessons`)
+  grade SUBMISSIONS [--jobs N]       autograde <student>/<chapter>/<chapter>.ipynb, print the score tables
+  feedback [CHAPTER ...]             nbgrader's HTML feedback for every autograded submission
+  export [--to FILE]                 the gradebook as CSV (nbgrader's exporter; default course/grades.csv)
+  scan SUBMISSIONS                   list code in submissions that looks like an attempt to fool the tests
+"""
 
 from __future__ import annotations
 
@@ -9,15 +16,47 @@ from . import course
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m autograder", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m autograder", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     rel = sub.add_parser("release", help="regenerate lessons/ from solutions/ (same as `make lessons`)")
     rel.add_argument("assignments", nargs="*", help="chapter names (default: all)")
+    grd = sub.add_parser("grade", help="autograde a folder of submissions and print the scores")
+    grd.add_argument("submissions", help="folder laid out <student_id>/<chapter>/<chapter>.ipynb")
+    grd.add_argument("--jobs", "-j", type=int, default=1, help="submissions graded at the same time (default 1)")
+    grd.add_argument("--assignment", "-a", action="append", dest="assignments",
+                     help="grade only this chapter (repeatable; default: every chapter found)")
+    fbk = sub.add_parser("feedback", help="nbgrader's HTML feedback pages for every autograded submission")
+    fbk.add_argument("assignments", nargs="*", help="chapter names (default: every autograded chapter)")
+    exp = sub.add_parser("export", help="write the gradebook as CSV with nbgrader's exporter")
+    exp.add_argument("--to", help="CSV file to write (default: grades.csv in the course folder)")
+    scn = sub.add_parser("scan", help="list suspicious code in submissions (for a human to look at)")
+    scn.add_argument("submissions", help="folder laid out <student_id>/<chapter>/<chapter>.ipynb")
     args = parser.parse_args(argv)
+
     if args.command == "release":
         for path in course.release(args.assignments or None):
             print(f"wrote {path.relative_to(course.ROOT)}")
-    return 0
+        return 0
+    if args.command == "scan":
+        from .scan import format_findings, scan
+
+        findings, errors = scan(args.submissions)
+        for message in errors:
+            print(f"ERROR {message}")
+        print(format_findings(findings))
+        return 0
+
+    from . import grading
+
+    if args.command == "grade":
+        return grading.grade(args.submissions, jobs=args.jobs, assignments=args.assignments)
+    if args.command == "feedback":
+        return grading.feedback(args.assignments or None)
+    if args.command == "export":
+        grading.export(args.to)
+        return 0
+    return 2
 
 
 if __name__ == "__main__":

@@ -23,8 +23,35 @@ c.Exchange.root = os.path.join(COURSE, "exchange")  # nbgrader's default (/srv/n
 c.Exchange.path_includes_course = True
 
 # Each cell of a submission gets this long to run; an infinite loop costs that cell, not the class.
-c.Execute.timeout = 60
+# POSENC_CELL_TIMEOUT overrides it (the tests use a short one).
+c.Execute.timeout = int(os.environ.get("POSENC_CELL_TIMEOUT", "60"))
 c.Execute.interrupt_on_timeout = True
+# Quiet kernels (their start-up warnings are not the students' output).
+c.Execute.extra_arguments = ["--IPKernelApp.log_level=CRITICAL"]
+
+# Autograde with nbgrader's own steps, three of them replaced by thin subclasses (autograder/preprocessors.py):
+# GuardedExecute still records the points earned when a student's code kills the kernel (os._exit) or a
+# loop ignores the timeout's interrupt (plain nbgrader then gives that student no grade at all),
+# LimitOutput also caps the characters of each output (nbgrader caps lines; one huge line slips through),
+# OverwriteCells puts back deleted test cells without failing when their neighbours were deleted too, and
+# RestoreImports re-runs the setup cell's imports (and checks.untampered()) at the top of each test cell, so
+# a solution that rebinds `checks` or `posenc`, or assigns to checks.close, does not change what tests call.
+from autograder.preprocessors import GuardedExecute, LimitOutput, OverwriteCells, RestoreImports  # noqa: E402
+from nbconvert.preprocessors import ClearMetadataPreprocessor  # noqa: E402
+from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, ClearOutput,  # noqa: E402
+                                    DeduplicateIds, IgnorePattern, OverwriteKernelspec, SaveAutoGrades)
+
+c.Autograde.sanitize_preprocessors = [ClearOutput, DeduplicateIds, OverwriteKernelspec, OverwriteCells,
+                                      CheckCellMetadata]
+c.Autograde.autograde_preprocessors = [RestoreImports, GuardedExecute, IgnorePattern, ClearMetadataPreprocessor,
+                                       LimitOutput, SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
+# (GuardedExecute takes every c.Execute setting here: traitlets applies a class's config to its subclasses.)
+# Printed output kept per cell in the autograded notebook and the feedback page.
+c.LimitOutput.max_lines = 1000
+c.LimitOutput.max_traceback = 100
+c.LimitOutput.max_chars = 20000
+# A student who deletes a locked test cell gets it back: nbgrader reinserts it from the gradebook.
+c.OverwriteCells.add_missing_cells = True
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
 c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 

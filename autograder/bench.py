@@ -1,0 +1,145 @@
+"""Grading speed: ``python -m autograder.bench`` (``make bench``).
+
+1. Per chapter, the seconds nbgrader's autograde takes for one submission: a correct one (every cell of
+   the chapter runs) against an empty notebook for the same chapter, graded without restoring any cell
+   (kernel start-up and nbgrader's own work: the floor). Target: each chapter at most 1.5 x the floor.
+2. The wall time of ``python -m autograder grade`` on a class of generated submissions (100 by default:
+   perfect, partial and blank, spread over the chapters) with ``--jobs 1`` and ``--jobs 2``.
+
+Everything runs in temporary course folders; nothing of the real course/ is touched.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import nbformat
+
+from . import course, synthetic
+
+
+def _load():
+    try:
+        return os.getloadavg()[0]
+    except OSError:
+        return float("nan")
+
+
+def per_submission(names, repeat: int, workdir: Path) -> list[dict]:
+    """Median autograde seconds of a correct and of an empty submission, per chapter (one process).
+
+    The empty submission is graded with nbgrader's add_missing_cells off, so that nothing of the chapter
+    runs: what remains is the kernel's start-up and nbgrader's own work, the floor."""
+    import copy
+
+    os.environ["POSENC_COURSE_DIR"] = str(workdir / "per_submission")
+    from . import grading
+
+    cfg = grading.load_config()
+    failures = grading.sync_assignments(names, cfg)
+    for message in failures.values():
+        print(f"  skipped: {message}")
+    names = [n for n in names if n not in failures]
+    floor_cfg = copy.deepcopy(cfg)
+    floor_cfg.OverwriteCells.add_missing_cells = False
+    apis = {"correct": grading._api(cfg), "empty": grading._api(floor_cfg)}
+    empty = nbformat.v4.new_notebook()
+    empty.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    rows = []
+    for name in names:
+        notebooks = {"empty": empty, "correct": synthetic.Builder(name).perfect().notebook}
+        times = {}
+        for kind, nb in notebooks.items():
+            student = f"bench_{kind}"
+            grading.register_students([student], cfg)
+            folder = workdir / "in" / student / name
+            folder.mkdir(parents=True, exist_ok=True)
+            nbformat.write(nb, folder / f"{name}.ipynb")
+            sub = grading.Submission(student, name, folder)
+            samples = []
+            for _ in range(repeat):
+                grading.copy_in(sub, cfg)
+                start = time.perf_counter()
+                result = apis[kind].autograde(name, student, force=True, create=True)
+                samples.append(time.perf_counter() - start)
+                if not result["success"]:
+                    raise SystemExit(f"autograding the {kind} {name} submission failed:\n"
+                                     f"{grading._last_error(result)}")
+            times[kind] = statistics.median(samples)
+        rows.append({"chapter": name, "empty": times["empty"], "correct": times["correct"],
+                     "ratio": times["correct"] / times["empty"]})
+        print(f"  {name}: correct {times['correct']:.1f} s, empty {times['empty']:.1f} s, "
+              f"ratio {times['correct'] / times['empty']:.2f}", flush=True)
+    return rows
+
+
+def make_class(names, size: int, folder: Path) -> None:
+    """``size`` submissions: student i hands in chapter i mod n, perfect / partial / blank in turn."""
+    builders = {name: synthetic.Builder(name) for name in names}
+    made = {}
+    for i in range(size):
+        name = names[i % len(names)]
+        kind = ("perfect", "partial", "blank")[(i // len(names)) % 3]
+        if (name, kind) not in made:
+            made[(name, kind)] = getattr(builders[name], kind)().notebook
+        path = folder / f"s{i:03d}" / name / f"{name}.ipynb"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        nbformat.write(made[(name, kind)], path)
+
+
+def whole_class(folder: Path, jobs: int, workdir: Path) -> float:
+    env = {**os.environ, "POSENC_COURSE_DIR": str(workdir / f"class_jobs{jobs}")}
+    start = time.perf_counter()
+    result = subprocess.run([sys.executable, "-m", "autograder", "grade", str(folder), "--jobs", str(jobs)],
+                            cwd=course.ROOT, env=env, capture_output=True, text=True)
+    seconds = time.perf_counter() - start
+    if result.returncode:
+        raise SystemExit(f"grading the class with --jobs {jobs} failed:\n{result.stdout[-3000:]}{result.stderr[-3000:]}")
+    return seconds
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m autograder.bench", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repeat", type=int, default=3, help="autograde runs per chapter and kind (median)")
+    parser.add_argument("--class-size", type=int, default=100, help="submissions in the class (0: skip)")
+    parser.add_argument("--jobs", type=int, nargs="*", default=[1, 2], help="--jobs values to time the class with")
+    parser.add_argument("--chapters", nargs="*", help="chapters (default: all)")
+    args = parser.parse_args(argv)
+    names = args.chapters or course.assignments()
+    print(f"{os.cpu_count()} CPUs, load average {_load():.1f} at start")
+    with tempfile.TemporaryDirectory(prefix="posenc-bench-") as tmp:
+        workdir = Path(tmp)
+        print(f"autograde seconds per submission (median of {args.repeat}):", flush=True)
+        rows = per_submission(names, args.repeat, workdir)
+        names = [r["chapter"] for r in rows]
+        print("\n| chapter | correct submission (s) | empty notebook (s) | ratio |\n|---|---|---|---|")
+        for r in rows:
+            print(f"| {r['chapter']} | {r['correct']:.1f} | {r['empty']:.1f} | {r['ratio']:.2f} |")
+        if args.class_size:
+            folder = workdir / "class"
+            make_class(names, args.class_size, folder)
+            print(f"\nwall time to grade {args.class_size} submissions "
+                  f"(`python -m autograder grade CLASS --jobs N`):", flush=True)
+            timings = {}
+            for jobs in args.jobs:
+                timings[jobs] = whole_class(folder, jobs, workdir)
+                print(f"  --jobs {jobs}: {timings[jobs]:.0f} s ({timings[jobs] / args.class_size:.1f} s per "
+                      f"submission)", flush=True)
+            if 1 in timings:
+                for jobs, seconds in timings.items():
+                    if jobs != 1:
+                        print(f"  speed-up of --jobs {jobs}: {timings[1] / seconds:.2f}x")
+    print(f"load average {_load():.1f} at the end")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,550 @@
+"""The instructor's grading pipeline: nbgrader, unchanged, driven from one command per step.
+
+``grade`` takes a folder laid out ``<student_id>/<chapter>/<chapter>.ipynb`` (an LMS export or
+``nbgrader collect``, unzipped), checks every notebook, copies the readable ones into nbgrader's
+``submitted`` folder, puts the assignments and students in the gradebook, runs ``nbgrader autograde`` on
+each submission (``jobs`` of them at a time) and prints a score table per chapter. ``feedback`` and
+``export`` are nbgrader's generate_feedback and CSV export. Everything is stored under the course folder:
+``course/`` at the repository root (git-ignored), or ``$POSENC_COURSE_DIR``.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import hashlib
+import json
+import multiprocessing
+import os
+import re
+import shutil
+import sys
+import time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import course
+
+ROOT = course.ROOT
+STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@+-]*$")
+# nbgrader runs `alembic` (its database migrations) as a program: make this environment's bin/ findable
+# even when Python was started without activating the virtualenv (as `make` does).
+_BIN = str(Path(sys.executable).parent)
+if _BIN not in os.environ.get("PATH", "").split(os.pathsep):
+    os.environ["PATH"] = _BIN + os.pathsep + os.environ.get("PATH", "")
+
+
+def course_dir() -> Path:
+    """The instructor's data folder: gradebook, submitted, autograded, feedback (never committed)."""
+    return Path(os.environ.get("POSENC_COURSE_DIR") or ROOT / "course").resolve()
+
+
+def load_config():
+    """nbgrader's configuration exactly as `nbgrader` loads it from the repository root."""
+    from traitlets.config.loader import PyFileConfigLoader
+
+    course_dir().mkdir(parents=True, exist_ok=True)
+    cfg = PyFileConfigLoader("nbgrader_config.py", path=str(ROOT)).load_config()
+    # formgrader warns on every page when the exchange folder is missing, even if the course never uses it
+    Path(cfg.Exchange.root).mkdir(parents=True, exist_ok=True)
+    # generate_assignment writes a student version as a side effect; the gradebook is all grading needs,
+    # so that copy goes to the course folder and lessons/ (committed) is left alone.
+    cfg.CourseDirectory.release_directory = str(course_dir() / "release")
+    return cfg
+
+
+def _api(cfg=None):
+    from nbgrader.apps import NbGraderAPI
+    from nbgrader.coursedir import CourseDirectory
+
+    warnings.filterwarnings("ignore", module="nbgrader")  # SQLAlchemy chatter inside nbgrader's gradebook
+    warnings.filterwarnings("ignore", message="Cell is missing an id field")  # cells nbgrader re-inserts
+    _patient_sqlite()
+    cfg = cfg or load_config()
+    return NbGraderAPI(coursedir=CourseDirectory(config=cfg), config=cfg)
+
+
+def _gradebook(cfg):
+    from nbgrader.api import Gradebook
+
+    _patient_sqlite()
+    return Gradebook(cfg.CourseDirectory.db_url, cfg.CourseDirectory.course_id)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# What an assignment asks, read from the nbgrader metadata of its source notebook.
+
+@dataclass(frozen=True)
+class Problem:
+    grade_id: str
+    points: float
+    kind: str  # "test": autograded test cell; "written": manually graded answer; "task": manually graded task
+
+
+def problems(assignment: str) -> list[Problem]:
+    """The graded cells of an assignment in notebook order, with their points."""
+    import nbformat
+
+    nb = nbformat.read(course.SOLUTIONS / assignment / f"{assignment}.ipynb", as_version=4)
+    found = []
+    for cell in nb.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("grade") or meta.get("task"):
+            kind = "task" if meta.get("task") else "written" if meta.get("solution") else "test"
+            found.append(Problem(meta["grade_id"], float(meta.get("points", 0)), kind))
+    return found
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Submissions.
+
+@dataclass
+class Submission:
+    student: str
+    assignment: str
+    folder: Path  # <student>/<assignment>/ in the folder handed to `grade`
+
+    @property
+    def notebook(self) -> Path:
+        return self.folder / f"{self.assignment}.ipynb"
+
+
+def notebook_problem(path: Path) -> str | None:
+    """Why nbgrader could not read this file as a notebook, in words; None if it can."""
+    import nbformat
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        return f"cannot read {path.name}: {exc}"
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as exc:
+        return f"{path.name} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); the file is corrupt"
+    try:
+        nb = nbformat.reads(text, as_version=4)
+        nbformat.validate(nb)
+    except Exception as exc:  # nbformat raises several types for a notebook it cannot read
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return f"{path.name} is JSON but not a valid notebook ({first[:200]})"
+    return None
+
+
+def find_submissions(folder: Path, assignments: list[str] | None = None) -> tuple[list[Submission], list[str]]:
+    """Every <student>/<chapter>/<chapter>.ipynb under folder; plus a message per entry that cannot be graded."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise SystemExit(f"{folder} is not a folder (expected <student_id>/<chapter>/<chapter>.ipynb inside)")
+    known = course.assignments()
+    found, errors = [], []
+    for student_dir in sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        student = student_dir.name
+        if not STUDENT_ID.match(student):
+            errors.append(f"{student}: not graded: a student id must be letters, digits and _ . @ + - "
+                          f"(rename the folder {student_dir})")
+            continue
+        for chapter_dir in sorted(p for p in student_dir.iterdir() if p.is_dir() and not p.name.startswith(".")):
+            name = chapter_dir.name
+            if assignments and name not in assignments:
+                continue
+            if name not in known:
+                errors.append(f"{student}: {name} is not an assignment of this course (known: {', '.join(known)})")
+                continue
+            sub = Submission(student, name, chapter_dir)
+            if sub.notebook.is_symlink():
+                errors.append(f"{student}: {name} not graded: {name}.ipynb is a symbolic link, not a file "
+                              "(hand in the notebook itself)")
+                continue
+            if not sub.notebook.is_file():
+                others = sorted(p.name for p in chapter_dir.glob("*.ipynb"))
+                hint = f"; found {', '.join(others)}: rename it to {name}.ipynb" if others else ""
+                errors.append(f"{student}: not graded: {name}/{name}.ipynb is missing{hint}")
+                continue
+            problem = notebook_problem(sub.notebook)
+            if problem:
+                errors.append(f"{student}: {name} not graded: {problem}. Their previous grades, if any, are kept.")
+                continue
+            found.append(sub)
+    return found, errors
+
+
+# ----------------------------------------------------------------------------------------------------------
+# The gradebook side.
+
+def metadata_problems(assignment: str) -> list[str]:
+    """nbgrader metadata that `nbgrader validate` accepts but that breaks putting the assignment in the
+    gradebook (generate_assignment then fails with a bare KeyError), in words."""
+    import nbformat
+
+    nb = nbformat.read(course.SOLUTIONS / assignment / f"{assignment}.ipynb", as_version=4)
+    problems, seen = [], set()
+    for index, cell in enumerate(nb.cells):
+        meta = cell.metadata.get("nbgrader", {})
+        gid = meta.get("grade_id")
+        if not meta:
+            continue
+        if (meta.get("grade") or meta.get("task")) and "points" not in meta:
+            kind = "task" if meta.get("task") else "graded"
+            problems.append(f"cell {index} ({gid}) is a {kind} cell without points: give it points (a rubric "
+                            "that is not graded on its own belongs in the answer cell, not in a task cell)")
+        if gid in seen:
+            problems.append(f"cell {index}: grade_id {gid!r} is used twice")
+        seen.add(gid)
+    return problems
+
+
+def _source_hash(assignment: str) -> str:
+    return hashlib.sha256((course.SOLUTIONS / assignment / f"{assignment}.ipynb").read_bytes()).hexdigest()
+
+
+def sync_assignments(names, cfg=None, api=None) -> dict[str, str]:
+    """Make sure the gradebook holds each assignment as its source notebook is now (nbgrader
+    generate_assignment, run again only when the source changed since the last time). Returns an error
+    message per assignment that could not be put in the gradebook; the others are unaffected."""
+    from nbgrader.api import MissingEntry
+
+    cfg = cfg or load_config()
+    failures = {}
+    stamp_file = course_dir() / "source_versions.json"
+    stamps = json.loads(stamp_file.read_text()) if stamp_file.exists() else {}
+    for name in sorted(set(names)):
+        with _gradebook(cfg) as gb:
+            try:
+                gb.find_assignment(name)
+                present = True
+            except MissingEntry:
+                present = False
+        digest = _source_hash(name)
+        if present and stamps.get(name) == digest:
+            continue
+        problems = metadata_problems(name)
+        if problems:
+            failures[name] = (f"solutions/{name} cannot be put in the gradebook, so no {name} submission can be "
+                              "graded until it is fixed:\n  " + "\n  ".join(problems))
+            continue
+        api = api or _api(cfg)
+        result = api.generate_assignment(name, force=True, create=True)
+        if not result["success"]:
+            failures[name] = (f"nbgrader generate_assignment {name} failed, so no {name} submission can be "
+                              f"graded until solutions/{name} is fixed:\n{_last_error(result)}")
+            continue
+        stamps[name] = digest
+        stamp_file.write_text(json.dumps(stamps, indent=1, sort_keys=True))
+    return failures
+
+
+def register_students(ids, cfg=None) -> None:
+    """Add the students to the gradebook before any autograde runs, so that parallel workers only update
+    rows (two workers inserting the same new row would collide)."""
+    from nbgrader.api import Gradebook
+
+    cfg = cfg or load_config()
+    with _gradebook(cfg) as gb:
+        for student in sorted(set(ids)):
+            gb.update_or_create_student(student)
+    # nbgrader's grading steps open the gradebook without a course id, which inserts a "default_course"
+    # row the first time: create it here, once, for the same reason.
+    with Gradebook(cfg.CourseDirectory.db_url):
+        pass
+
+
+def copy_in(sub: Submission, cfg) -> Path:
+    """Copy one submission into nbgrader's submitted/<student>/<assignment>/ (replacing an older one)."""
+    dest = Path(cfg.CourseDirectory.submitted_directory) / sub.student / sub.assignment
+    if dest.exists():
+        shutil.rmtree(dest)
+
+    def skipped(folder, names):
+        # Hidden files, caches, and symbolic links: copytree would copy a link's *target*, so a submission
+        # holding `x -> /path/to/solutions/...` would bring the instructor's files into the course folder.
+        return [n for n in names if n.startswith(".") or n == "__pycache__" or os.path.islink(os.path.join(folder, n))]
+
+    shutil.copytree(sub.folder, dest, ignore=skipped)
+    return dest
+
+
+def _last_error(result: dict) -> str:
+    """nbgrader's error summary lines, with the exception that caused them (the last line of a traceback)."""
+    lines, exceptions, last = [], [], None
+    for line in (result.get("log") or "").splitlines():
+        if line.startswith("[ERROR]"):
+            if last:
+                exceptions.append(last)
+                last = None
+            if "Traceback" not in line and "Please see" not in line:
+                lines.append(line)
+        elif line.strip() and line.startswith((" ", "\t")) and not line.strip().startswith(("File ", "^", "~")):
+            last = line.strip()
+    if not lines and not exceptions:
+        tail = (result.get("error") or "").strip().splitlines()[-1:]
+        return "\n".join(tail) or "(no message)"
+    return "\n".join(lines[-4:] + [f"cause: {e}" for e in exceptions[-2:]])
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Autograding, serially or by several worker processes.
+
+_WORKER_API = None
+
+
+def _patient_sqlite() -> None:
+    """Let a worker wait up to 10 minutes for another's write to the SQLite gradebook instead of failing
+    with "database is locked" after SQLite's default 5 s. SQLite serialises writers itself (each write is
+    a transaction; nbgrader commits after each grade); this only lengthens the wait."""
+    import nbgrader.api
+    import sqlalchemy
+
+    if getattr(nbgrader.api, "_posenc_waits", False):
+        return
+    original = sqlalchemy.create_engine
+
+    def create_engine(url, *args, **kwargs):
+        if str(url).startswith("sqlite"):
+            kwargs.setdefault("connect_args", {}).setdefault("timeout", 600)
+        return original(url, *args, **kwargs)
+
+    nbgrader.api.create_engine = create_engine
+    nbgrader.api._posenc_waits = True
+
+
+def _worker_init() -> None:
+    global _WORKER_API
+    _WORKER_API = _api()
+
+
+def _autograde_one(assignment: str, student: str) -> dict:
+    """Run nbgrader autograde for one submission (in this process); never raises."""
+    api = _WORKER_API or _api()
+    start = time.perf_counter()
+    try:
+        result = api.autograde(assignment, student, force=True, create=True)
+    except Exception as exc:  # nbgrader's API reports failures in its result; this is a last resort
+        result = {"success": False, "error": f"{type(exc).__name__}: {exc}", "log": ""}
+    return {"assignment": assignment, "student": student, "success": bool(result["success"]),
+            "error": None if result["success"] else _last_error(result),
+            "seconds": time.perf_counter() - start}
+
+
+def autograde(pairs, jobs: int = 1, progress=None) -> list[dict]:
+    """Autograde (assignment, student) pairs: in this process when jobs == 1, else in ``jobs`` worker
+    processes that share the gradebook (each submission is one nbgrader autograde run)."""
+    pairs = list(pairs)
+    results = []
+    if jobs <= 1 or len(pairs) <= 1:
+        global _WORKER_API
+        _WORKER_API = _WORKER_API or _api()
+        for assignment, student in pairs:
+            results.append(_autograde_one(assignment, student))
+            if progress:
+                progress(results[-1])
+        return results
+    context = multiprocessing.get_context("spawn")  # a clean interpreter: no inherited kernels or sockets
+    with concurrent.futures.ProcessPoolExecutor(max_workers=min(jobs, len(pairs)), mp_context=context,
+                                                initializer=_worker_init) as pool:
+        futures = {pool.submit(_autograde_one, a, s): (a, s) for a, s in pairs}
+        for future in concurrent.futures.as_completed(futures):
+            assignment, student = futures[future]
+            try:
+                result = future.result()
+            except Exception as exc:  # a worker process died: report that submission, keep the others
+                result = {"assignment": assignment, "student": student, "success": False,
+                          "error": f"the grading process failed: {type(exc).__name__}: {exc}", "seconds": 0.0}
+            results.append(result)
+            if progress:
+                progress(result)
+    return sorted(results, key=lambda r: (r["assignment"], r["student"]))
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Reading the results back.
+
+@dataclass
+class Score:
+    score: float
+    max_score: float
+    needs_manual_grade: bool
+    auto_score: float | None
+    manual_score: float | None
+
+
+@dataclass
+class Result:
+    student: str
+    assignment: str
+    scores: dict[str, Score] = field(default_factory=dict)  # by grade_id
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def total(self) -> float:
+        return sum(s.score for s in self.scores.values())
+
+
+def read_scores(assignments=None, students=None, cfg=None) -> dict[tuple[str, str], Result]:
+    """Every submission's per-problem scores from the gradebook, keyed by (student, assignment)."""
+    from nbgrader.api import MissingEntry
+
+    cfg = cfg or load_config()
+    out = {}
+    with _gradebook(cfg) as gb:
+        names = assignments or [a.name for a in gb.assignments]
+        for name in names:
+            try:
+                assignment = gb.find_assignment(name)
+            except MissingEntry:
+                continue
+            for sub in assignment.submissions:
+                if students and sub.student.id not in students:
+                    continue
+                result = Result(sub.student.id, name)
+                for nb in sub.notebooks:
+                    for grade in nb.grades:
+                        result.scores[grade.name] = Score(
+                            float(grade.score), float(grade.max_score), bool(grade.needs_manual_grade),
+                            None if grade.auto_score is None else float(grade.auto_score),
+                            None if grade.manual_score is None else float(grade.manual_score))
+                out[(result.student, name)] = result
+    return out
+
+
+# Error outputs in an autograded notebook that the instructor should hear about, with what they mean.
+_NOTABLE = [
+    ("CellTimeoutError", None, "timed out"),
+    ("KernelDied", None, "kernel died (os._exit or crash): later cells not run"),
+    ("KernelUnresponsive", None, "ignored the timeout interrupt: later cells not run"),
+    ("Tampered", None, "replaced numpy/math/posenc/checks functions: tests refused"),
+    ("RuntimeError", "is the reference this exercise asks you to write", "called posenc's reference"),
+    ("SystemExit", None, "sys.exit() in a cell"),
+]
+
+
+def notes_for(assignment: str, student: str, cfg) -> list[str]:
+    """Short notes on what happened while grading one submission, read from its autograded notebook."""
+    import nbformat
+
+    path = Path(cfg.CourseDirectory.autograded_directory) / student / assignment / f"{assignment}.ipynb"
+    if not path.exists():
+        return []
+    nb = nbformat.read(path, as_version=4)
+    where_by_text = {}  # text -> the cells it happened in, in order
+    for index, cell in enumerate(nb.cells):
+        where = cell.metadata.get("nbgrader", {}).get("grade_id") or f"cell {index}"
+        for out in cell.get("outputs", []):
+            if out.get("output_type") != "error":
+                continue
+            for ename, needle, text in _NOTABLE:
+                if out.get("ename") == ename and (needle is None or needle in out.get("evalue", "")):
+                    cells = where_by_text.setdefault(text, [])
+                    if where not in cells:
+                        cells.append(where)
+    return [f"{', '.join(cells) if len(cells) <= 2 else f'{cells[0]} and {len(cells) - 1} more cells'}: {text}"
+            for text, cells in where_by_text.items()]
+
+
+def _fmt(x: float) -> str:
+    return f"{x:g}"
+
+
+def format_table(assignment: str, results: list[Result]) -> str:
+    """One chapter's score table: a row per student, a column per problem ("-" = awaiting manual grading)."""
+    probs = problems(assignment)
+    header = ["student"] + [f"{p.grade_id}" + ("*" if p.kind != "test" else "") + f" /{_fmt(p.points)}"
+                            for p in probs] + [f"total /{_fmt(sum(p.points for p in probs))}", "notes"]
+    rows = []
+    for r in sorted(results, key=lambda r: r.student):
+        cells = [r.student]
+        for p in probs:
+            s = r.scores.get(p.grade_id)
+            if s is None:
+                cells.append("?")
+            elif s.needs_manual_grade and s.manual_score is None:
+                cells.append("-")
+            else:
+                cells.append(_fmt(s.score))
+        cells.append(_fmt(r.total))
+        cells.append("; ".join(r.notes))
+        rows.append(cells)
+    widths = [max(len(str(row[i])) for row in [header] + rows) for i in range(len(header) - 1)]
+    lines = [f"{assignment}   (* graded by hand in formgrader; '-' = not graded yet)"]
+    for row in [header] + rows:
+        lines.append("  ".join(str(c).ljust(w) for c, w in zip(row, widths)) + "  " + row[-1])
+    return "\n".join(line.rstrip() for line in lines)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# The commands.
+
+def grade(folder, jobs: int = 1, assignments=None, out=print) -> int:
+    """`python -m autograder grade`: returns the exit status (1 if any submission could not be graded)."""
+    submissions, errors = find_submissions(Path(folder), assignments)
+    for message in errors:
+        out(f"ERROR {message}")
+    if not submissions:
+        out("no gradable submissions found")
+        return 1
+    cfg = load_config()
+    failures = sync_assignments(sorted({s.assignment for s in submissions}), cfg)
+    for name, message in failures.items():
+        errors.append(message)
+        out(f"ERROR {message}")
+    submissions = [s for s in submissions if s.assignment not in failures]
+    if not submissions:
+        return 1
+    names = sorted({s.assignment for s in submissions})
+    register_students([s.student for s in submissions], cfg)
+    for sub in submissions:
+        copy_in(sub, cfg)
+    out(f"autograding {len(submissions)} submissions of {len(names)} assignments with {jobs} job(s) "
+        f"into {course_dir()}")
+    start = time.perf_counter()
+    results = autograde([(s.assignment, s.student) for s in submissions], jobs=jobs,
+                        progress=lambda r: out(f"  {r['student']}/{r['assignment']}: "
+                                               f"{'ok' if r['success'] else 'FAILED'} ({r['seconds']:.1f} s)"))
+    out(f"autograded in {time.perf_counter() - start:.1f} s")
+    failed = [r for r in results if not r["success"]]
+    for r in failed:
+        errors.append(f"{r['student']}: {r['assignment']}: nbgrader could not autograde it:\n{r['error']}")
+        out(f"ERROR {errors[-1]}")
+    graded = {(s.student, s.assignment) for s in submissions}
+    scores = read_scores(names, cfg=cfg)
+    for name in names:
+        rows = [r for key, r in scores.items() if key in graded and r.assignment == name]
+        for r in rows:
+            r.notes = notes_for(name, r.student, cfg)
+        out("")
+        out(format_table(name, rows))
+    return 1 if errors else 0
+
+
+def feedback(assignments=None, out=print) -> int:
+    """`python -m autograder feedback`: nbgrader's HTML feedback for every autograded submission."""
+    cfg = load_config()
+    api = _api(cfg)
+    warnings.filterwarnings("ignore", message="Your element with mimetype")  # glue's data: not for the page
+    autograded = Path(cfg.CourseDirectory.autograded_directory)
+    names = assignments or sorted({p.name for p in autograded.glob("*/*") if p.is_dir()})
+    status = 0
+    for name in names:
+        result = api.generate_feedback(name, force=True)
+        if not result["success"]:
+            out(f"ERROR feedback for {name} failed:\n{_last_error(result)}")
+            status = 1
+    feedback_dir = Path(cfg.CourseDirectory.feedback_directory)
+    pages = sorted(feedback_dir.glob("*/*/*.html"))
+    out(f"{len(pages)} feedback pages in {feedback_dir} (one per student and chapter: "
+        "<student>/<chapter>/<chapter>.html)")
+    return status
+
+
+def export(to: str | None = None, out=print) -> Path:
+    """`python -m autograder export`: the grades as CSV, written by nbgrader's CSV exporter."""
+    from nbgrader.plugins import CsvExportPlugin
+
+    cfg = load_config()
+    path = Path(to) if to else course_dir() / "grades.csv"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    plugin = CsvExportPlugin(config=cfg)
+    plugin.to = str(path)
+    with _gradebook(cfg) as gb:
+        plugin.export(gb)
+    out(f"wrote {path}")
+    return path

@@ -1,0 +1,349 @@
+"""The instructor's pipeline: its nbgrader configuration, the grade command's handling of what it is given,
+the scan, and (slow) re-grading: manual grades survive, a corrupt resubmission loses nothing.
+
+The synthetic class itself (every chapter, the hostile set) is in test_autograder_class.py.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import nbformat
+import pytest
+
+from autograder import course, grading, scan, synthetic
+
+CHAPTERS = course.assignments()
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The configuration nbgrader loads.
+
+def _config(tmp_path, monkeypatch):
+    monkeypatch.setenv("POSENC_COURSE_DIR", str(tmp_path / "course"))
+    return grading.load_config()
+
+
+def test_config_puts_everything_in_the_course_folder(tmp_path, monkeypatch):
+    cfg = _config(tmp_path, monkeypatch)
+    where = str(tmp_path / "course")
+    assert cfg.CourseDirectory.course_id == "posenc"
+    assert cfg.CourseDirectory.source_directory == "solutions"
+    assert cfg.CourseDirectory.db_url == f"sqlite:///{where}/gradebook.db"
+    for step in ("submitted", "autograded", "feedback"):
+        assert getattr(cfg.CourseDirectory, f"{step}_directory") == f"{where}/{step}"
+
+
+def test_root_config_releases_to_lessons():
+    """What `nbgrader` itself reads from the repository root (grade only redirects generate's copy)."""
+    from traitlets.config.loader import PyFileConfigLoader
+
+    cfg = PyFileConfigLoader("nbgrader_config.py", path=str(course.ROOT)).load_config()
+    assert cfg.CourseDirectory.release_directory == "lessons"
+    assert cfg.CourseDirectory.source_directory == "solutions"
+
+
+def test_grading_runs_every_cell_despite_the_books_skip_tag(tmp_path, monkeypatch):
+    """Exercise cells carry `skip-execution` for the book; nbclient skips such cells by default, which would
+    let every unrun test cell score full points. The step that executes submissions must not skip them."""
+    from nbgrader.converters import Autograde
+
+    cfg = _config(tmp_path, monkeypatch)
+    autograde = Autograde(config=cfg)
+    executors = [pp for pp in autograde.autograde_preprocessors if "Execute" in pp.__name__]
+    assert len(executors) == 1 and issubclass(executors[0], grading_preprocessors().GuardedExecute), executors
+    for cls in executors:
+        step = cls(config=cfg)
+        assert step.skip_cells_with_tag != "skip-execution"
+        assert step.timeout == cfg.Execute.timeout and step.interrupt_on_timeout
+    for name in CHAPTERS:
+        lesson = nbformat.read(course.LESSONS / name / f"{name}.ipynb", as_version=4)
+        tags = {t for c in lesson.cells for t in c.metadata.get("tags", [])}
+        assert executors[0](config=cfg).skip_cells_with_tag not in tags, name
+
+
+def grading_preprocessors():
+    from autograder import preprocessors
+
+    return preprocessors
+
+
+def test_config_limits_output_and_restores_deleted_tests(tmp_path, monkeypatch):
+    cfg = _config(tmp_path, monkeypatch)
+    pre = grading_preprocessors()
+    limit = pre.LimitOutput(config=cfg)
+    assert limit.max_lines == 1000 and limit.max_traceback == 100 and limit.max_chars == 20000
+    assert cfg.OverwriteCells.add_missing_cells is True
+    assert cfg.Execute.timeout > 0
+
+
+def test_timeout_comes_from_the_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv("POSENC_CELL_TIMEOUT", "7")
+    assert _config(tmp_path, monkeypatch).Execute.timeout == 7
+
+
+def test_limit_output_cuts_a_single_huge_line():
+    pre = grading_preprocessors()
+    cell = nbformat.v4.new_code_cell("print('x' * 10**6)")
+    cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text="x" * 10**6 + "\n"),
+                    nbformat.v4.new_output("execute_result", data={"text/plain": "y" * 10**6}, execution_count=1)]
+    cell, _ = pre.LimitOutput(max_chars=100).preprocess_cell(cell, {}, 0)
+    assert len(cell.outputs[0].text) < 200 and "Output truncated" in cell.outputs[0].text
+    assert len(cell.outputs[1].data["text/plain"]) < 200
+
+
+def test_course_folders_are_git_ignored():
+    for path in ("course/gradebook.db", "course/submitted/s/a/a.ipynb", "course/autograded/s/a/a.ipynb",
+                 "course/feedback/s/a/a.html", "course/release/a/a.ipynb", "course/grades.csv"):
+        ignored = subprocess.run(["git", "check-ignore", "-q", path], cwd=course.ROOT)
+        assert ignored.returncode == 0, f"{path} must be git-ignored"
+
+
+# ---------------------------------------------------------------------------------------------------------
+# What grade accepts and refuses, before nbgrader runs.
+
+def _submit(folder: Path, student: str, name: str, text: str | None = None, filename: str | None = None):
+    path = folder / student / name / (filename or f"{name}.ipynb")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if text is None:
+        nbformat.write(synthetic.Builder(name).blank().notebook, path)
+    else:
+        path.write_text(text)
+    return path
+
+
+def test_find_submissions_reports_each_problem_by_student(tmp_path):
+    name = CHAPTERS[0]
+    _submit(tmp_path, "ok", name)
+    _submit(tmp_path, "broken", name, text='{"cells": [')
+    _submit(tmp_path, "notanotebook", name, text='{"hello": 1}')
+    _submit(tmp_path, "renamed", name, filename="Copy of lesson.ipynb")
+    _submit(tmp_path, "who", "99_nonsense", text="{}")
+    (tmp_path / "bad id!" / name).mkdir(parents=True)
+    (tmp_path / "linker" / name).mkdir(parents=True)
+    (tmp_path / "linker" / name / f"{name}.ipynb").symlink_to(course.SOLUTIONS / name / f"{name}.ipynb")
+    found, errors = grading.find_submissions(tmp_path)
+    assert [(s.student, s.assignment) for s in found] == [("ok", name)]
+    text = "\n".join(errors)
+    assert f"broken: {name} not graded: {name}.ipynb is not valid JSON" in text
+    assert f"notanotebook: {name} not graded: {name}.ipynb is JSON but not a valid notebook" in text
+    assert f"renamed: not graded: {name}/{name}.ipynb is missing; found Copy of lesson.ipynb" in text
+    assert "who: 99_nonsense is not an assignment of this course" in text
+    assert "bad id!: not graded: a student id must be" in text
+    assert f"linker: {name} not graded: {name}.ipynb is a symbolic link" in text
+    assert len(errors) == 6
+
+
+def test_copy_in_leaves_symbolic_links_behind(tmp_path, monkeypatch):
+    """A link in a handed-in folder must not bring its target (say, the solutions) into the course folder."""
+    name = CHAPTERS[0]
+    folder = tmp_path / "in" / "amy" / name
+    _submit(tmp_path / "in", "amy", name)
+    (folder / "answers.ipynb").symlink_to(course.SOLUTIONS / name / f"{name}.ipynb")
+    (folder / "data").symlink_to(course.SOLUTIONS)
+    cfg = _config(tmp_path, monkeypatch)
+    dest = grading.copy_in(grading.Submission("amy", name, folder), cfg)
+    assert sorted(p.name for p in dest.iterdir()) == [f"{name}.ipynb"]
+
+
+def test_grade_goes_on_when_one_assignment_cannot_enter_the_gradebook(tmp_path, monkeypatch):
+    """A chapter nbgrader cannot generate costs only that chapter's submissions."""
+    if len(CHAPTERS) < 2:
+        pytest.skip("needs two chapters")
+    first, second = CHAPTERS[:2]
+    for name in (first, second):
+        _submit(tmp_path / "in", "amy", name)
+    monkeypatch.setenv("POSENC_COURSE_DIR", str(tmp_path / "course"))
+    monkeypatch.setattr(grading, "sync_assignments", lambda names, cfg: {first: f"{first} is broken"})
+    graded = []
+    monkeypatch.setattr(grading, "autograde", lambda pairs, jobs, progress: graded.extend(pairs) or [])
+    monkeypatch.setattr(grading, "read_scores", lambda names, cfg: {})
+    monkeypatch.setattr(grading, "register_students", lambda ids, cfg: None)
+    lines = []
+    status = grading.grade(tmp_path / "in", out=lines.append)
+    assert status == 1
+    assert graded == [(second, "amy")]
+    assert f"ERROR {first} is broken" in lines
+
+
+def test_score_table_layout():
+    name = CHAPTERS[0]
+    probs = grading.problems(name)
+    # autograded problems full, written answers not graded yet (score 0, waiting for a human)
+    full = grading.Result("amy", name, {p.grade_id: grading.Score(p.points if p.kind == "test" else 0.0, p.points,
+                                                                  p.kind != "test", None, None)
+                                        for p in probs}, ["a note"])
+    table = grading.format_table(name, [full]).splitlines()
+    assert table[0].startswith(name)
+    assert all(p.grade_id in table[1] for p in probs)
+    autograded = sum(p.points for p in probs if p.kind == "test")
+    row = table[2].split()
+    assert row[0] == "amy" and f"{autograded:g}" in row and "a note" in table[2]
+    assert row.count("-") == sum(p.kind != "test" for p in probs)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The scan.
+
+@pytest.mark.parametrize("kind", sorted(synthetic.PATCHES))
+def test_scan_flags_each_monkeypatch(kind):
+    found = scan.scan_source(synthetic.PATCHES[kind], solution_cell=True)
+    assert any("replaces part of a library" in message or "sets attributes by name" in message
+               for _, message in found), found
+
+
+@pytest.mark.parametrize("code, words", [
+    ("from autograder import checks\nchecks.close = lambda *a, **k: None", "assigns to checks.close"),
+    ("class checks:\n    close = staticmethod(print)", "rebinds the name checks"),
+    ("import types\nposenc = types.SimpleNamespace()", "rebinds the name posenc"),
+    ("from numpy import testing as np", "imports numpy.testing under the name np"),
+    ("import importlib, sys\nimportlib.reload(sys.modules['posenc.sinusoidal'])", "re-imports or reloads"),
+    ("f = posenc.sinusoidal.__code__", "code object"),
+    ("import os\nos._exit(0)", "kills the kernel"),
+    ("while True:\n    try:\n        pass\n    except KeyboardInterrupt:\n        pass", "KeyboardInterrupt"),
+    ("import sqlite3\nsqlite3.connect('../../../gradebook.db')", "SQLite"),
+    ("def f(:\n    exec('x')", "does not parse"),
+])
+def test_scan_flags_ways_around_the_checks(code, words):
+    found = scan.scan_source(code, solution_cell=True)
+    assert any(words in message for _, message in found), found
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_scan_is_quiet_on_the_reference_solutions(name):
+    """The source solutions, typed in by a student, raise no serious finding (no false alarms)."""
+    a = synthetic.Assignment.load(name)
+    for sid, source in a.solution_source.items():
+        serious = [m for _, m in scan.scan_source(synthetic.strip_markers(source), solution_cell=True)
+                   if "uses posenc" not in m]
+        assert not serious, f"{name}/{sid}: {serious}"
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Re-grading (slow): manual grades survive, a corrupt resubmission loses nothing, jobs=1 gives the scores.
+
+REGRADE = [n for n in ("01_why_position", "02_sinusoidal") if n in CHAPTERS] or CHAPTERS[:2]
+
+
+def _cli(*args, course_dir):
+    env = {**os.environ, "POSENC_COURSE_DIR": str(course_dir), "POSENC_CELL_TIMEOUT": "30"}
+    return subprocess.run([sys.executable, "-m", "autograder", *map(str, args)], cwd=course.ROOT, env=env,
+                          capture_output=True, text=True, timeout=1800)
+
+
+def _grades(course_dir):
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{course_dir / 'gradebook.db'}", "posenc") as gb:
+        return {(s.student.id, a.name): {g.name: SimpleNamespace(score=g.score, auto_score=g.auto_score,
+                                                                 manual_score=g.manual_score,
+                                                                 needs_manual_grade=g.needs_manual_grade)
+                                         for nb in s.notebooks for g in nb.grades}
+                for a in gb.assignments for s in a.submissions}
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("autograder_regrade")
+def test_regrading_keeps_manual_grades_and_survives_a_corrupt_resubmission(tmp_path):
+    from nbgrader.api import Gradebook
+
+    one, two = REGRADE
+    course_dir = tmp_path / "course"
+    b1, b2 = synthetic.Builder(one), synthetic.Builder(two)
+    perfect, partial, late = b1.perfect(), b2.partial(), b2.perfect("late")
+    for s in (perfect, partial, late):
+        s.write(tmp_path / "round1")
+    first = _cli("grade", tmp_path / "round1", "--jobs", "1", course_dir=course_dir)
+    assert first.returncode == 0, first.stdout + first.stderr
+    grades = _grades(course_dir)
+    for s in (perfect, partial, late):
+        assert {k: g.score for k, g in grades[(s.student, s.assignment)].items()} == s.expected
+
+    # A grader enters marks in formgrader (here through nbgrader's gradebook API): the written answer,
+    # and an override of an autograded test.
+    written = b1.a.written[0]
+    override = b1.a.test_ids()[-1]
+    with Gradebook(f"sqlite:///{course_dir / 'gradebook.db'}", "posenc") as gb:
+        gb.find_grade(written, one, one, "perfect").manual_score = 1.5
+        gb.find_grade(override, one, one, "perfect").manual_score = 0.5
+        gb.find_comment(written, one, one, "perfect").manual_comment = "good, but say why"
+        gb.db.commit()
+
+    # Round 2: the same perfect notebook is graded again; `late` resubmits a corrupt file.
+    perfect.write(tmp_path / "round2")
+    synthetic.Builder(two).corrupt("late").write(tmp_path / "round2")
+    second = _cli("grade", tmp_path / "round2", "--jobs", "1", course_dir=course_dir)
+    assert second.returncode == 1
+    assert f"ERROR late: {two} not graded: {two}.ipynb is not valid JSON" in second.stdout
+    grades = _grades(course_dir)
+    again = grades[("perfect", one)]
+    assert again[written].manual_score == 1.5 and again[written].score == 1.5
+    assert again[override].manual_score == 0.5 and again[override].score == 0.5
+    assert again[override].auto_score == b1.a.points[override]  # autograde ran again underneath
+    assert again[override].needs_manual_grade  # nbgrader flags an overridden grade for review
+    for tid in b1.a.test_ids()[:-1]:
+        assert again[tid].score == perfect.expected[tid]
+    with Gradebook(f"sqlite:///{course_dir / 'gradebook.db'}", "posenc") as gb:
+        assert gb.find_comment(written, one, one, "perfect").manual_comment == "good, but say why"
+    # Nothing of `late` was lost: the first submission's grades and files are still there.
+    assert {k: g.score for k, g in grades[("late", two)].items()} == late.expected
+    kept = course_dir / "submitted" / "late" / two / f"{two}.ipynb"
+    assert grading.notebook_problem(kept) is None
+
+    # The export reflects the manual grades.
+    target = tmp_path / "grades.csv"
+    assert _cli("export", "--to", target, course_dir=course_dir).returncode == 0
+    with open(target, newline="") as f:
+        rows = {(r["student_id"], r["assignment"]): float(r["score"]) for r in csv.DictReader(f)}
+    expected = sum(perfect.expected.values()) - perfect.expected[override] + 0.5 + 1.5
+    assert rows[("perfect", one)] == pytest.approx(expected)
+
+
+def test_setup_imports_are_what_the_grader_puts_before_each_test():
+    from autograder.preprocessors import setup_imports
+
+    setup = "import numpy as np\nimport posenc\nfrom autograder import checks\nfrom . import local\nx = 1\n"
+    assert setup_imports([setup, "import numpy as np\nimport math"]) == [
+        "import numpy as np", "import posenc", "from autograder import checks", "import math"]
+    assert setup_imports(["def broken(:"]) == []
+
+
+def test_checks_refuse_to_run_after_their_own_functions_were_replaced():
+    from autograder import checks
+
+    original = checks.close
+    checks.close = lambda *args, **kwargs: None
+    try:
+        with pytest.raises(checks.Tampered, match="checks.close was replaced"):
+            checks.untampered()
+    finally:
+        checks.close = original
+    checks.untampered()
+
+
+def test_metadata_problems_name_the_cell(tmp_path, monkeypatch):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("rubric"), nbformat.v4.new_code_cell("pass"),
+                nbformat.v4.new_code_cell("pass")]
+    nb.cells[0].metadata["nbgrader"] = {"grade_id": "rubric", "task": True, "locked": True, "grade": False,
+                                        "solution": False, "schema_version": 3}
+    for cell in nb.cells[1:]:
+        cell.metadata["nbgrader"] = {"grade_id": "twice", "grade": True, "points": 1, "locked": True,
+                                     "solution": False, "task": False, "schema_version": 3}
+    (tmp_path / "x").mkdir()
+    nbformat.write(nb, tmp_path / "x" / "x.ipynb")
+    monkeypatch.setattr(course, "SOLUTIONS", tmp_path)
+    problems = grading.metadata_problems("x")
+    assert "cell 0 (rubric) is a task cell without points" in problems[0]
+    assert "grade_id 'twice' is used twice" in problems[1]
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_every_chapter_can_enter_the_gradebook(name):
+    """What nbgrader generate_assignment needs beyond what `nbgrader validate` checks."""
+    assert not grading.metadata_problems(name), grading.metadata_problems(name)

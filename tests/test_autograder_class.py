@@ -1,0 +1,401 @@
+"""The synthetic class: generated submissions graded by the real nbgrader pipeline (generate_assignment,
+autograde with --jobs 2, generate_feedback, export), with the exact score of every student on every
+problem asserted from the gradebook.
+
+Every chapter is graded on a perfect, a blank and a partial submission; the hostile set (wrong answers,
+types, shapes, exceptions, hard-coded visible tests, calls to posenc's reference, monkeypatches, edited and
+deleted test cells, loops, exits, huge output, a corrupt file) runs on HOSTILE. Expected scores come from
+the points in the notebooks' nbgrader metadata (autograder/synthetic.py), never typed in here.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import pickle
+import re
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import nbformat
+import pytest
+
+from autograder import course, synthetic
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("autograder_class")]
+
+CHAPTERS = course.assignments()
+HOSTILE = [name for name in ("01_why_position", "02_sinusoidal") if name in CHAPTERS] or CHAPTERS[:2]
+CELL_TIMEOUT = "30"  # seconds per cell while grading here: generous for a loaded machine, short for loops
+
+# Correct solutions written differently from posenc's (they must get full marks), per chapter and cell.
+DIFFERENT = {
+    "01_why_position": {
+        "ex_attention": '''import math
+
+
+def my_attention(q, k, v):
+    q, k, v = np.array(q, dtype=float), np.array(k, dtype=float), np.array(v, dtype=float)
+    logits = np.einsum("id,jd->ij", q, k) / math.sqrt(q.shape[-1])
+    top = logits.max(axis=-1, keepdims=True)
+    log_norm = top + np.log(np.exp(logits - top).sum(axis=-1, keepdims=True))   # log-sum-exp
+    return np.einsum("ij,jd->id", np.exp(logits - log_norm), v)
+''',
+        "ex_equivariant": '''def is_permutation_equivariant(f, x, perm):
+    x = np.array(x, dtype=float)
+    p = np.eye(len(perm))[list(perm)]              # the permutation as a matrix: (P x)[i] = x[perm[i]]
+    gap = np.asarray(f(p @ x), dtype=float) - p @ np.asarray(f(x), dtype=float)
+    return bool(np.max(np.abs(gap)) < 1e-9)
+''',
+        "ex_causal": '''def my_causal_attention(q, k, v):
+    q, k, v = np.array(q, dtype=float), np.array(k, dtype=float), np.array(v, dtype=float)
+    n = len(q)
+    weights = np.zeros((n, n))
+    for i in range(n):                                # query i sees keys 0..i only
+        s = k[: i + 1] @ q[i] / np.sqrt(q.shape[1])
+        s = np.exp(s - s.max())
+        weights[i, : i + 1] = s / s.sum()
+    return weights @ v, weights
+''',
+        "ex_keeps": '''def keeps_output(perm):
+    perm = [int(p) for p in perm]
+    return np.array([perm[i] == i and set(perm[: i + 1]) == set(range(i + 1)) for i in range(len(perm))])
+''',
+    },
+    "02_sinusoidal": {
+        "pe100": '''pe100 = np.array([(np.sin if j % 2 == 0 else np.cos)(100 / 10000 ** ((j - j % 2) / 8)) for j in range(8)])
+wavelengths_d8 = np.array([2 * np.pi * 10000 ** (2 * i / 8) for i in range(4)])
+''',
+        "pe_table": '''def pe_table(positions, d, base=10000.0):
+    p = np.array(positions, dtype=float).ravel()
+    omega = np.exp(-np.log(base) * np.arange(0, d, 2) / d)
+    z = np.exp(1j * np.outer(p, omega))                 # cos + i sin, one column per pair
+    table = np.zeros((len(p), d))
+    table[:, 0::2] = z.imag
+    table[:, 1::2] = z.real
+    return table
+''',
+        "pe_dot": '''def pe_dot(m, n, d, base=10000.0):
+    # sin a sin b + cos a cos b = cos(a - b): the dot product depends on m - n only
+    omega = base ** (-np.arange(0, d, 2) / d)
+    offset = np.asarray(m, dtype=float) - np.asarray(n, dtype=float)
+    return np.cos(np.multiply.outer(offset, omega)).sum(axis=-1)
+''',
+        "shift": '''def shift(k, d, base=10000.0):
+    result = np.zeros((d, d))
+    for i in range(d // 2):
+        angle = k / base ** (2 * i / d)
+        c, s = np.cos(angle), np.sin(angle)
+        result[2 * i: 2 * i + 2, 2 * i: 2 * i + 2] = [[c, s], [-s, c]]
+    return result
+''',
+        "freq_range": '''freq_ratio = 10000 ** (510 / 512)
+longest_wavelength = 2 * np.pi * freq_ratio
+''',
+    },
+}
+
+# Solutions that hand back posenc's reference instead of implementing it. Where the test blocks the
+# reference (checks.without) they score 0; a value exercise (pe100) cannot be protected that way: see the
+# instructor guide's limitations (the scan command flags it).
+CALLS_REFERENCE = {
+    "01_why_position": {
+        "ex_attention": "def my_attention(q, k, v):\n    return posenc.attention(q, k, v)\n",
+        "ex_causal": "def my_causal_attention(q, k, v):\n"
+                     "    return posenc.attention(q, k, v, causal=True, return_weights=True)\n",
+    },
+    "02_sinusoidal": {
+        "pe100": "pe100 = posenc.sinusoidal(100, 8)[0]\nwavelengths_d8 = posenc.wavelengths(8)\n",
+        "pe_table": "def pe_table(positions, d, base=10000.0):\n    return posenc.sinusoidal(positions, d, base)\n",
+        "pe_dot": "def pe_dot(m, n, d, base=10000.0):\n    return posenc.sinusoidal_dot(m, n, d, base)\n",
+        "shift": "def shift(k, d, base=10000.0):\n    return posenc.shift_matrix(k, d, base)\n",
+    },
+}
+
+
+def run_cli(*args, course_dir: Path, timeout: int = 1800) -> subprocess.CompletedProcess:
+    """`python -m autograder ...` from the repository root, with its own course folder."""
+    env = {**os.environ, "POSENC_COURSE_DIR": str(course_dir), "POSENC_CELL_TIMEOUT": CELL_TIMEOUT}
+    return subprocess.run([sys.executable, "-m", "autograder", *map(str, args)], cwd=course.ROOT, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def gradebook_grades(course_dir: Path) -> dict:
+    """{(student, assignment): {grade_id: grade}} through nbgrader's own gradebook API."""
+    from nbgrader.api import Gradebook
+
+    out = {}
+    with Gradebook(f"sqlite:///{course_dir / 'gradebook.db'}", "posenc") as gb:
+        for assignment in gb.assignments:
+            for sub in assignment.submissions:
+                out[(sub.student.id, assignment.name)] = {
+                    g.name: SimpleNamespace(score=float(g.score), max_score=float(g.max_score),
+                                            auto_score=g.auto_score, manual_score=g.manual_score,
+                                            needs_manual_grade=bool(g.needs_manual_grade))
+                    for nb in sub.notebooks for g in nb.grades}
+    return out
+
+
+def mismatches(student: synthetic.Student, grades: dict, points: dict) -> list[str]:
+    """Every difference between what the gradebook says and what the student must get."""
+    found = []
+    if set(grades) != set(student.expected):
+        found.append(f"graded cells {sorted(grades)} != expected {sorted(student.expected)}")
+    for grade_id, want in student.expected.items():
+        got = grades.get(grade_id)
+        if got is None:
+            continue
+        if got.score != want:
+            found.append(f"{grade_id}: score {got.score:g}, expected {want:g}")
+        if got.max_score != points[grade_id]:
+            found.append(f"{grade_id}: max {got.max_score:g}, the notebook metadata says {points[grade_id]:g}")
+        if got.needs_manual_grade != (grade_id in student.needs_manual):
+            found.append(f"{grade_id}: needs_manual_grade {got.needs_manual_grade}, expected "
+                         f"{grade_id in student.needs_manual}")
+    return found
+
+
+def shared_folder(tmp_path_factory, name: str) -> Path:
+    """A folder of this test session that every xdist worker sees (the session's base temp folder)."""
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent  # .../pytest-N/popen-gwK -> .../pytest-N: one per session, shared by its workers
+    return base / name
+
+
+@pytest.fixture(scope="module")
+def graded_class(tmp_path_factory):
+    """Build the class and grade it with `python -m autograder grade --jobs 2`, once per test session: the
+    first worker to get here does it under a file lock, any other worker reuses the result (xdist groups
+    are meant to keep these tests on one worker, but this does not rely on it)."""
+    from filelock import FileLock
+
+    root = shared_folder(tmp_path_factory, "autograder_synthetic_class")
+    with FileLock(str(root) + ".lock"):
+        state_file = root / "state.pickle"
+        if not state_file.exists():
+            root.mkdir(parents=True, exist_ok=True)
+            submissions, course_dir = root / "submissions", root / "course"
+            students = []
+            for name in CHAPTERS:
+                students += synthetic.standard_class(name)
+            for i, name in enumerate(HOSTILE):
+                students += synthetic.hostile_class(name, DIFFERENT.get(name), CALLS_REFERENCE.get(name),
+                                                    separate_patches=(i == 0), stubborn=(i == 0), workdir=root)
+            for student in students:
+                student.write(submissions)
+            result = run_cli("grade", submissions, "--jobs", "2", course_dir=course_dir)
+            (root / "grade.log").write_text(result.stdout + result.stderr)  # for a human, if a test fails
+            state = {"students": students, "returncode": result.returncode, "stdout": result.stdout,
+                     "stderr": result.stderr}
+            state_file.write_bytes(pickle.dumps(state))
+        state = pickle.loads(state_file.read_bytes())
+    course_dir = root / "course"
+    return SimpleNamespace(root=root, submissions=root / "submissions", course=course_dir,
+                           result=SimpleNamespace(returncode=state["returncode"], stdout=state["stdout"],
+                                                  stderr=state["stderr"]),
+                           students={(s.student, s.assignment): s for s in state["students"]},
+                           grades=gradebook_grades(course_dir))
+
+
+def _graded(graded_class):
+    return {k: s for k, s in graded_class.students.items() if s.raw is None}
+
+
+def test_grade_runs_and_names_only_the_corrupt_submissions(graded_class):
+    out = graded_class.result.stdout + graded_class.result.stderr
+    assert graded_class.result.returncode == 1, f"a corrupt submission must make grade exit 1:\n{out[-3000:]}"
+    errors = [line for line in graded_class.result.stdout.splitlines() if line.startswith("ERROR")]
+    corrupt = [k for k, s in graded_class.students.items() if s.raw is not None]
+    assert corrupt, "the class has corrupt submissions"
+    for student, assignment in corrupt:
+        assert any(line.startswith(f"ERROR {student}: {assignment} not graded") and "not valid JSON" in line
+                   for line in errors), f"no clear error for {student}/{assignment}:\n{out[-3000:]}"
+    # A chapter nbgrader cannot put in the gradebook fails its own test below; nothing else may fail.
+    others = [line for line in errors if not any(line.startswith(f"ERROR {s}: {a} not graded") for s, a in corrupt)
+              and f"solutions/{_unusable_chapter(line)}" not in line]
+    assert not others, "only the corrupt submissions may fail:\n" + "\n".join(others)
+    gradable = {k for k in _graded(graded_class) if k[1] not in _unusable(graded_class)}
+    assert set(graded_class.grades) == gradable, (
+        f"every readable submission is in the gradebook, no corrupt one; grade printed:\n{out[-4000:]}")
+
+
+def _unusable_chapter(line: str) -> str:
+    match = re.search(r"solutions/(\w+)", line)
+    return match.group(1) if match else "?"
+
+
+def _unusable(graded_class) -> dict[str, str]:
+    """Chapters that grade could not put in the gradebook, with its message."""
+    found = {}
+    for block in graded_class.result.stdout.split("\nERROR ")[1:]:
+        if block.startswith("solutions/") or block.startswith("nbgrader generate_assignment"):
+            found[_unusable_chapter(block)] = block.split("\n\n")[0]
+    return found
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_every_student_scores_exactly_what_the_metadata_says(graded_class, name):
+    unusable = _unusable(graded_class)
+    assert name not in unusable, unusable.get(name)
+    points = synthetic.Assignment.load(name).points
+    problems = []
+    for (student, assignment), s in sorted(_graded(graded_class).items()):
+        if assignment == name:
+            grades = graded_class.grades.get((student, assignment))
+            if grades is None:
+                problems.append(f"{student}: not in the gradebook")
+                continue
+            problems += [f"{student}: {m}" for m in mismatches(s, grades, points)]
+    assert not problems, f"{name}:\n" + "\n".join(problems)
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_score_table_is_printed_with_totals(graded_class, name):
+    assert name not in _unusable(graded_class), _unusable(graded_class).get(name)
+    out = graded_class.result.stdout
+    assert f"\n{name}   (" in out, f"no score table for {name}"
+    table = out.split(f"\n{name}   (", 1)[1].split("\n\n", 1)[0].splitlines()
+    for (student, assignment), s in _graded(graded_class).items():
+        if assignment == name:
+            row = next((line for line in table if line.split()[0] == student), None)
+            assert row is not None, f"{student} missing from the {name} table"
+            total = sum(s.expected.values())
+            assert f"  {total:g}  " in f"{row}  ", f"{student}'s total should be {total:g}: {row}"
+
+
+def _autograded(graded_class, student, name):
+    return nbformat.read(graded_class.course / "autograded" / student / name / f"{name}.ipynb", as_version=4)
+
+
+def _error_line(cell) -> int | None:
+    """The line of the test cell where it failed, from the IPython traceback."""
+    for out in cell.get("outputs", []):
+        if out.get("output_type") == "error":
+            text = re.sub(r"\x1b\[[0-9;]*m", "", "\n".join(out.get("traceback", [])))
+            match = re.search(r"Cell In\[\d+\], line (\d+)", text)
+            if match:
+                return int(match.group(1))
+    return None
+
+
+@pytest.mark.parametrize("name", HOSTILE)
+def test_hardcoded_answers_pass_the_visible_tests_and_fail_the_hidden_ones(graded_class, name):
+    student = graded_class.students[("hardcoded", name)]
+    nb = _autograded(graded_class, "hardcoded", name)
+    failed = [t for t, v in student.expected.items() if v == 0 and t not in synthetic.Assignment.load(name).written]
+    assert failed, "the hard-coded student should lose some hidden-test points"
+    for cell in nb.cells:
+        gid = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if gid in failed:
+            hidden_at = cell.source.splitlines().index("### BEGIN HIDDEN TESTS") + 1
+            line = _error_line(cell)
+            assert line is not None and line > hidden_at, (
+                f"{gid}: the hard-coded answers should pass the visible tests (lines < {hidden_at}) and fail "
+                f"a hidden one; it failed at line {line}")
+
+
+@pytest.mark.parametrize("name", HOSTILE)
+def test_grading_notes_say_what_happened(graded_class, name):
+    out = graded_class.result.stdout
+    table = out.split(f"\n{name}   (", 1)[1].split("\n\n", 1)[0].splitlines()
+
+    def row(student):
+        return next(line for line in table if line.split()[0] == student)
+
+    assert "timed out" in row("disruptive") and "sys.exit()" in row("disruptive")
+    assert "kernel died" in row("os_exit" if ("os_exit", name) in graded_class.students else "disruptive")
+    assert "called posenc's reference" in row("calls_reference")
+    patched = [k for k, _ in graded_class.students if k.startswith("patch_")]
+    assert all("replaced numpy/math/posenc/checks" in row(k) for k in patched
+               if (k, name) in graded_class.students)
+    if ("patches_checks", name) in graded_class.students:
+        assert "replaced numpy/math/posenc/checks" in row("patches_checks")
+    if ("stubborn_loop", name) in graded_class.students:
+        assert "ignored the timeout interrupt" in row("stubborn_loop")
+    assert row("perfect").rstrip().endswith(f"{sum(graded_class.students[('perfect', name)].expected.values()):g}")
+
+
+@pytest.mark.parametrize("name", HOSTILE)
+def test_huge_output_is_cut_in_the_autograded_notebook(graded_class, name):
+    path = graded_class.course / "autograded" / "disruptive" / name / f"{name}.ipynb"
+    assert path.stat().st_size < 1_000_000, f"{path} is {path.stat().st_size} bytes: output not limited"
+    nb = nbformat.read(path, as_version=4)
+    text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+    assert "Output truncated" in text
+
+
+@pytest.mark.parametrize("name", HOSTILE)
+def test_restored_test_cells_are_the_instructors(graded_class, name):
+    """The student replaced every test by `pass`, changed points and deleted one: nbgrader put them back."""
+    nb = _autograded(graded_class, "edits_tests", name)
+    a = synthetic.Assignment.load(name)
+    by_id = {c.metadata.get("nbgrader", {}).get("grade_id"): c for c in nb.cells}
+    for tid in a.test_ids():
+        assert tid in by_id, f"test cell {tid} was not restored"
+        assert "pass  # the tests are gone" not in by_id[tid].source
+        assert "### BEGIN HIDDEN TESTS" in by_id[tid].source, f"{tid} runs without its hidden tests"
+
+
+def test_gradebook_survives_parallel_grading(graded_class):
+    db = graded_class.course / "gradebook.db"
+    with sqlite3.connect(db) as con:
+        assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        duplicates = con.execute("SELECT COUNT(*) FROM (SELECT assignment_id, student_id, COUNT(*) AS n FROM "
+                                 "submitted_assignment GROUP BY assignment_id, student_id HAVING n > 1)").fetchone()[0]
+        assert duplicates == 0
+    # one grade per graded cell for every submission (no lost or doubled writes)
+    for key, grades in graded_class.grades.items():
+        assert len(grades) == len(graded_class.students[key].expected), key
+
+
+def test_feedback_pages_for_every_graded_submission(graded_class):
+    result = run_cli("feedback", HOSTILE[-1], course_dir=graded_class.course)
+    assert result.returncode == 0, result.stdout + result.stderr
+    for (student, name), s in _graded(graded_class).items():
+        if name == HOSTILE[-1]:
+            page = graded_class.course / "feedback" / student / name / f"{name}.html"
+            assert page.exists(), f"no feedback page for {student}/{name}"
+            assert page.stat().st_size < 3_000_000, f"{page} is too big: outputs not limited"
+    perfect = (graded_class.course / "feedback" / "perfect" / HOSTILE[-1] / f"{HOSTILE[-1]}.html").read_text()
+    total = sum(graded_class.students[("perfect", HOSTILE[-1])].expected.values())
+    maximum = sum(synthetic.Assignment.load(HOSTILE[-1]).points.values())
+    assert f"Score: {float(total)} / {float(maximum)}" in perfect, "the feedback page shows the total"
+
+
+def test_export_csv_has_every_total(graded_class):
+    target = graded_class.root / "grades.csv"
+    result = run_cli("export", "--to", target, course_dir=graded_class.course)
+    assert result.returncode == 0, result.stdout + result.stderr
+    with open(target, newline="") as f:
+        rows = {(r["student_id"], r["assignment"]): r for r in csv.DictReader(f)}
+    for key, s in _graded(graded_class).items():
+        if key[1] in _unusable(graded_class):
+            continue
+        assert key in rows, f"{key} missing from the CSV"
+        assert float(rows[key]["score"]) == pytest.approx(sum(s.expected.values())), key
+        assert float(rows[key]["max_score"]) == pytest.approx(
+            sum(synthetic.Assignment.load(key[1]).points.values())), key
+
+
+def test_scan_flags_the_cheats_and_not_the_honest(graded_class):
+    result = run_cli("scan", graded_class.submissions, course_dir=graded_class.course)
+    assert result.returncode == 0, result.stdout + result.stderr
+    flagged = {}
+    for line in result.stdout.splitlines()[1:]:
+        parts = line.split()
+        if len(parts) >= 4 and not line.startswith("ERROR"):
+            flagged.setdefault((parts[0], parts[1]), []).append(line)
+    serious = ("replaces", "rebinds", "sets attributes", "kills", "exits", "KeyboardInterrupt")
+    for (student, name), s in graded_class.students.items():
+        lines = flagged.get((student, name), [])
+        if student.startswith("patch_") or student in ("os_exit", "stubborn_loop", "disruptive", "rebinds_checks",
+                                                       "patches_checks"):
+            assert any(word in line for line in lines for word in serious), f"{student}/{name} not flagged"
+        if student == "calls_reference":
+            assert any("uses posenc in a solution cell" in line for line in lines)
+        if student in ("perfect", "blank", "partial", "different", "wrong"):
+            assert not any(word in line for line in lines for word in serious), lines
