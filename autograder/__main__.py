@@ -1,7 +1,8 @@
 """Instructor commands (run from the repository root; nbgrader's data go to course/ or $POSENC_COURSE_DIR).
 
   release [CHAPTER ...]              regenerate lessons/ from solutions/ (same as `make lessons`)
-  grade SUBMISSIONS [--jobs N]       autograde <student>/<chapter>/<chapter>.ipynb, print the score tables
+  grade SUBMISSIONS [--jobs N] [--unsandboxed]
+                                     autograde <student>/<chapter>/<chapter>.ipynb in a sandbox, print the scores
   feedback [CHAPTER ...]             nbgrader's HTML feedback for every autograded submission
   export [--to FILE]                 the gradebook as CSV (nbgrader's exporter; default course/grades.csv)
   scan SUBMISSIONS                   list code in submissions that looks like an attempt to fool the tests
@@ -26,6 +27,9 @@ def main(argv=None) -> int:
     grd.add_argument("--jobs", "-j", type=int, default=1, help="submissions graded at the same time (default 1)")
     grd.add_argument("--assignment", "-a", action="append", dest="assignments",
                      help="grade only this chapter (repeatable; default: every chapter found)")
+    grd.add_argument("--unsandboxed", action="store_true",
+                     help="run submissions WITHOUT the bubblewrap sandbox: they can read the solutions, "
+                          "rewrite the gradebook and use the network (a warning lists the risks)")
     fbk = sub.add_parser("feedback", help="nbgrader's HTML feedback pages for every autograded submission")
     fbk.add_argument("assignments", nargs="*", help="chapter names (default: every autograded chapter)")
     exp = sub.add_parser("export", help="write the gradebook as CSV with nbgrader's exporter")
@@ -50,7 +54,8 @@ def main(argv=None) -> int:
     from . import grading
 
     if args.command == "grade":
-        return grading.grade(args.submissions, jobs=args.jobs, assignments=args.assignments)
+        return grading.grade(args.submissions, jobs=args.jobs, assignments=args.assignments,
+                             unsandboxed=args.unsandboxed)
     if args.command == "feedback":
         return grading.feedback(args.assignments or None)
     if args.command == "export":

@@ -5,6 +5,10 @@
    (kernel start-up and nbgrader's own work: the floor). Target: each chapter at most 1.5 x the floor.
 2. The wall time of ``python -m autograder grade`` on a class of generated submissions (100 by default:
    perfect, partial and blank, spread over the chapters) with ``--jobs 1`` and ``--jobs 2``.
+3. The sandbox's cost: one chapter's correct submission autograded sandboxed and unsandboxed, alternating,
+   in one process (autograder.sandbox.benchmark). Target: at most 1.2 x.
+
+Grading in 1 and 2 is sandboxed, as ``grade`` is by default.
 
 Everything runs in temporary course folders; nothing of the real course/ is touched.
 """
@@ -112,6 +116,8 @@ def main(argv=None) -> int:
     parser.add_argument("--class-size", type=int, default=100, help="submissions in the class (0: skip)")
     parser.add_argument("--jobs", type=int, nargs="*", default=[1, 2], help="--jobs values to time the class with")
     parser.add_argument("--chapters", nargs="*", help="chapters (default: all)")
+    parser.add_argument("--sandbox-chapter", default=None,
+                        help="chapter whose sandboxed/unsandboxed ratio is measured (default: the first; '' skips)")
     args = parser.parse_args(argv)
     names = args.chapters or course.assignments()
     print(f"{os.cpu_count()} CPUs, load average {_load():.1f} at start")
@@ -137,6 +143,12 @@ def main(argv=None) -> int:
                 for jobs, seconds in timings.items():
                     if jobs != 1:
                         print(f"  speed-up of --jobs {jobs}: {timings[1] / seconds:.2f}x")
+        sandbox_chapter = names[0] if args.sandbox_chapter is None else args.sandbox_chapter
+        if sandbox_chapter:
+            from . import sandbox
+
+            print("\nthe sandbox's cost per submission:", flush=True)
+            sandbox.benchmark(sandbox_chapter, repeat=args.repeat, workdir=workdir / "sandbox")
     print(f"load average {_load():.1f} at the end")
     return 0
 

@@ -473,8 +473,22 @@ def format_table(assignment: str, results: list[Result]) -> str:
 # ----------------------------------------------------------------------------------------------------------
 # The commands.
 
-def grade(folder, jobs: int = 1, assignments=None, out=print) -> int:
-    """`python -m autograder grade`: returns the exit status (1 if any submission could not be graded)."""
+def grade(folder, jobs: int = 1, assignments=None, out=print, unsandboxed: bool = False) -> int:
+    """`python -m autograder grade`: returns the exit status (1 if any submission could not be graded,
+    2 if grading was refused because no sandbox is available and ``unsandboxed`` was not given)."""
+    from . import sandbox
+
+    if unsandboxed:
+        os.environ["POSENC_UNSANDBOXED"] = "1"  # read by nbgrader_config.py, in the --jobs workers too
+        out(sandbox.UNSANDBOXED_WARNING)
+    else:
+        os.environ.pop("POSENC_UNSANDBOXED", None)
+        reason = sandbox.unavailable()
+        if reason:
+            out(f"ERROR refusing to grade: student code must run in a sandbox and {reason}. Install it "
+                "(Debian/Ubuntu: sudo apt-get install bubblewrap), or pass --unsandboxed to grade anyway "
+                "with the risks it prints.")
+            return 2
     submissions, errors = find_submissions(Path(folder), assignments)
     for message in errors:
         out(f"ERROR {message}")

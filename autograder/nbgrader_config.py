@@ -36,16 +36,22 @@ c.Execute.extra_arguments = ["--IPKernelApp.log_level=CRITICAL"]
 # OverwriteCells puts back deleted test cells without failing when their neighbours were deleted too, and
 # RestoreImports re-runs the setup cell's imports (and checks.untampered()) at the top of each test cell, so
 # a solution that rebinds `checks` or `posenc`, or assigns to checks.close, does not change what tests call.
-from autograder.preprocessors import GuardedExecute, LimitOutput, OverwriteCells, RestoreImports  # noqa: E402
+from autograder.preprocessors import LimitOutput, OverwriteCells, RestoreImports  # noqa: E402
+from autograder.sandbox import autograde_execute_class  # noqa: E402
 from nbconvert.preprocessors import ClearMetadataPreprocessor  # noqa: E402
 from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, ClearOutput,  # noqa: E402
                                     DeduplicateIds, IgnorePattern, OverwriteKernelspec, SaveAutoGrades)
 
 c.Autograde.sanitize_preprocessors = [ClearOutput, DeduplicateIds, OverwriteKernelspec, OverwriteCells,
                                       CheckCellMetadata]
-c.Autograde.autograde_preprocessors = [RestoreImports, GuardedExecute, IgnorePattern, ClearMetadataPreprocessor,
-                                       LimitOutput, SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
-# (GuardedExecute takes every c.Execute setting here: traitlets applies a class's config to its subclasses.)
+# The Execute step runs each submission's kernel in a bubblewrap sandbox (autograder/sandbox.py): it cannot
+# see the solutions, the gradebook, other submissions or the network. Only autograde is sandboxed: students'
+# own `nbgrader validate` and JupyterLab are not. `grade --unsandboxed` (POSENC_UNSANDBOXED=1) turns it off.
+c.Autograde.autograde_preprocessors = [RestoreImports, autograde_execute_class(), IgnorePattern,
+                                       ClearMetadataPreprocessor, LimitOutput, SaveAutoGrades,
+                                       AssignLatePenalties, CheckCellMetadata]
+# (GuardedExecute and SandboxedExecute take every c.Execute setting here: traitlets applies a class's config
+# to its subclasses.)
 # Printed output kept per cell in the autograded notebook and the feedback page.
 c.LimitOutput.max_lines = 1000
 c.LimitOutput.max_traceback = 100
