@@ -6,8 +6,8 @@ or reach the network. Here the kernel is started by ``SandboxKernelManager`` (a 
 manager; nbgrader's Execute step uses it through ``SandboxedExecute``) inside ``bwrap``:
 
 * the filesystem is an allow-list, all read-only: the system folders (/usr, /bin, /lib*, /etc), the Python
-  installation and the virtualenv, ``posenc/``, and of ``autograder/`` only ``__init__.py`` and
-  ``checks.py`` (the test cells import them). Nothing else exists inside: not the repository (solutions/,
+  installation and the virtualenv, ``posenc/``, ``book/data/`` (published data the lessons read), and of
+  ``autograder/`` only ``__init__.py`` and ``checks.py`` (the test cells import them). Nothing else exists inside: not the repository (solutions/,
   the nbgrader config), not the course folder (gradebook, other submissions), not the instructor's home,
   not the folder the submissions were handed in from;
 * the only writable places are a *copy* of the submission's working folder, mounted where nbgrader runs the
@@ -113,9 +113,11 @@ SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"
 
 
 def _readonly_paths() -> list[Path]:
-    """What the kernel may read besides the system folders: Python, the virtualenv, posenc, autograder.checks."""
+    """What the kernel may read besides the system folders: Python, the virtualenv, posenc, autograder.checks,
+    and the book's public data (book/data: the arena's stored results, which chapter 8's exercises read)."""
     paths = [Path(sys.base_prefix), Path(sys.prefix), Path(sys.executable).resolve().parent.parent,
-             ROOT / "posenc", ROOT / "autograder" / "__init__.py", ROOT / "autograder" / "checks.py"]
+             ROOT / "posenc", ROOT / "autograder" / "__init__.py", ROOT / "autograder" / "checks.py",
+             ROOT / "book" / "data"]
     out = []
     for p in paths:
         real = Path(os.path.realpath(p))
