@@ -14,6 +14,10 @@
   fails with a KeyError when that cell is missing too (a student who deleted an exercise's solution and
   test cells, or handed in an empty notebook, then gets no grade at all). Here it goes after the nearest
   earlier cell of the source that is present, or first.
+* ``GuardedExecute`` also leaves out, while grading, the narrative cells the instructor tagged ``demo``
+  (figures, explorers, glue: display only) when no cell run after them uses a name they define (see
+  ``demo_cells_to_skip``): a student whose solution uses such a name gets that cell run, as in their own
+  notebook. Autograding then costs the graded cells, not the chapter's figures.
 * ``RestoreImports`` puts the setup cell's imports (from the gradebook, the instructor's version) at the
   top of every test cell, followed by ``checks.untampered()``: a solution cell that rebinds ``checks``,
   ``posenc`` or ``np`` (``class checks: ...``) or assigns to ``checks.close`` no longer changes what the
@@ -31,7 +35,7 @@ from nbgrader.api import Gradebook
 from nbgrader.preprocessors import Execute, NbGraderPreprocessor
 from nbgrader.preprocessors import LimitOutput as NbgraderLimitOutput
 from nbgrader.preprocessors import OverwriteCells as NbgraderOverwriteCells
-from traitlets import Integer
+from traitlets import Bool, Integer, Unicode
 
 # The ``ename`` of the error outputs this module writes; the instructor's score table reports them.
 KERNEL_DIED = "KernelDied"
@@ -43,15 +47,198 @@ def _error(ename: str, evalue: str):
     return new_output("error", ename=ename, evalue=evalue, traceback=[f"{ename}: {evalue}"])
 
 
+DEMO_TAG = "demo"
+
+
+class _Scope(ast.NodeVisitor):
+    """Names a statement reads from and binds in the notebook's global scope. Reads inside functions,
+    lambdas and comprehensions count (when called, they read globals) minus the names those scopes bind
+    themselves (parameters, local assignments, loop variables); their local bindings do not count."""
+
+    def __init__(self):
+        self.loads, self.stores = set(), set()
+
+    def visit_Name(self, node):
+        (self.loads if isinstance(node.ctx, ast.Load) else self.stores).add(node.id)
+
+    def _nested(self, node, params=()):
+        inner = _Scope()
+        for child in ast.iter_child_nodes(node):
+            inner.visit(child)
+        self.loads |= inner.loads - inner.stores - set(params)
+
+    def visit_FunctionDef(self, node):
+        for default in node.args.defaults + [d for d in node.args.kw_defaults if d is not None]:
+            self.visit(default)
+        for decorator in node.decorator_list:
+            self.visit(decorator)
+        params = [a.arg for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs]
+        params += [a.arg for a in (node.args.vararg, node.args.kwarg) if a is not None]
+        inner = _Scope()
+        for stmt in node.body:
+            inner.visit(stmt)
+        self.loads |= inner.loads - inner.stores - set(params)
+        self.stores.add(node.name)
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_ClassDef(self, node):
+        for expr in node.bases + node.decorator_list + [k.value for k in node.keywords]:
+            self.visit(expr)
+        inner = _Scope()
+        for stmt in node.body:
+            inner.visit(stmt)
+        self.loads |= inner.loads - inner.stores
+        self.stores.add(node.name)
+
+    def visit_Lambda(self, node):
+        self._nested(node, [a.arg for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs])
+
+    def _comprehension(self, node):
+        self._nested(node)
+
+    visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = _comprehension
+
+    def visit_Import(self, node):
+        self.stores.update((a.asname or a.name).split(".")[0] for a in node.names)
+
+    visit_ImportFrom = visit_Import
+
+    def visit_Global(self, node):
+        self.stores.update(node.names)
+
+
+def _target_names(target) -> set[str]:
+    names, todo = set(), [target]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.Name):
+            names.add(node.id)
+        elif isinstance(node, (ast.Tuple, ast.List)):
+            todo.extend(node.elts)
+        elif isinstance(node, ast.Starred):
+            todo.append(node.value)
+    return names
+
+
+def _kills(stmt) -> set[str]:
+    """Names a top-level statement always rebinds (so their earlier values are not needed after it)."""
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {stmt.name}
+    if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+        return {(a.asname or a.name).split(".")[0] for a in stmt.names}
+    if isinstance(stmt, ast.Assign):
+        return set().union(*(_target_names(t) for t in stmt.targets))
+    if isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+        return _target_names(stmt.target)
+    return set()
+
+
+def _loads(nodes, killed) -> tuple[set[str], set[str]]:
+    scope = _Scope()
+    for node in nodes:
+        scope.visit(node)
+    return scope.loads - killed, scope.stores
+
+
+def _block(stmts, killed: set[str]) -> tuple[set[str], set[str], set[str]]:
+    """``(binds, kills, reads)`` of a list of statements run in order, given the names already rebound
+    before it. A loop's or an ``if``'s body may not run, so what it rebinds is not a kill after it; inside
+    the body, a name rebound earlier in the same pass is not read from outside."""
+    binds, kills, reads = set(), set(), set()
+    for stmt in stmts:
+        done = killed | kills
+        if isinstance(stmt, (ast.For, ast.AsyncFor)):
+            head_reads, _ = _loads([stmt.iter], done)
+            target = _target_names(stmt.target)
+            parts = [_block(stmt.body, done | target), _block(stmt.orelse, done)]
+            binds |= target
+        elif isinstance(stmt, ast.While):
+            head_reads, _ = _loads([stmt.test], done)
+            parts = [_block(stmt.body, done), _block(stmt.orelse, done)]
+        elif isinstance(stmt, ast.If):
+            head_reads, _ = _loads([stmt.test], done)
+            parts = [_block(stmt.body, done), _block(stmt.orelse, done)]
+        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+            head_reads, _ = _loads([item.context_expr for item in stmt.items], done)
+            target = set().union(*(_target_names(i.optional_vars) for i in stmt.items if i.optional_vars))
+            body = _block(stmt.body, done | target)
+            parts = [body]
+            binds |= target
+            kills |= target | body[1]  # a with's body runs (or the cell stops with an error)
+        elif isinstance(stmt, ast.Try):
+            head_reads = set()
+            parts = [_block(stmt.body, done), _block(stmt.orelse, done), _block(stmt.finalbody, done)]
+            parts += [_block(h.body, done | ({h.name} if h.name else set())) for h in stmt.handlers]
+            parts += [(set(), set(), _loads([h.type], done)[0]) for h in stmt.handlers if h.type]
+        else:
+            head_reads, stores = _loads([stmt], done)
+            binds |= stores
+            kills |= _kills(stmt)
+            reads |= head_reads
+            continue
+        reads |= head_reads
+        for part_binds, _, part_reads in parts:
+            binds |= part_binds
+            reads |= part_reads
+    return binds, kills, reads
+
+
+def cell_names(source: str) -> tuple[set[str], set[str], set[str]] | None:
+    """``(binds, kills, reads)`` of a cell in the global scope: every name it may bind, the names it always
+    rebinds, and the names it may read before rebinding them; None if the cell cannot be parsed. IPython
+    syntax (magics, ``!``) is translated first."""
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    try:
+        tree = ast.parse(TransformerManager().transform_cell(source))
+    except (SyntaxError, ValueError):
+        return None
+    return _block(tree.body, set())
+
+
+def is_demo(cell, tag: str = DEMO_TAG) -> bool:
+    """A code cell tagged ``tag`` that nbgrader does not grade, lock or treat as a solution."""
+    meta = cell.metadata.get("nbgrader", {})
+    return (cell.cell_type == "code" and tag in cell.metadata.get("tags", [])
+            and not (meta.get("grade") or meta.get("solution") or meta.get("locked")))
+
+
+def demo_cells_to_skip(nb, tag: str = DEMO_TAG) -> set[int]:
+    """Indices of the demo cells grading can leave out. Walking back from the last cell, with the set of
+    names some later cell that runs may read (a liveness analysis): a demo cell is left out when it binds
+    none of them; any other cell runs, and its reads replace the names it always rebinds. A cell that cannot
+    be parsed makes every earlier cell run."""
+    skip, live = set(), set()
+    for index in range(len(nb.cells) - 1, -1, -1):
+        cell = nb.cells[index]
+        if cell.cell_type != "code":
+            continue
+        names = cell_names(cell.source)
+        if names is None:
+            break
+        binds, kills, reads = names
+        if is_demo(cell, tag) and not binds & live:
+            skip.add(index)
+        else:
+            live = (live - kills) | reads
+    return skip
+
+
 class GuardedExecute(Execute):
-    """nbgrader's Execute; a dead or unresponsive kernel costs the rest of that notebook, not the grade."""
+    """nbgrader's Execute; a dead or unresponsive kernel costs the rest of that notebook, not the grade, and
+    display-only demo cells nothing later needs are not run (``skip_demo_cells``)."""
+
+    skip_demo_cells = Bool(True, help="leave out demo cells no later cell needs").tag(config=True)
+    demo_tag = Unicode(DEMO_TAG, help="the tag of display-only narrative cells").tag(config=True)
 
     def preprocess(self, nb, resources=None, km=None):
         self._stopped = None  # why execution stopped, once it has
+        self._skipped = demo_cells_to_skip(nb, self.demo_tag) if self.skip_demo_cells else set()
         return super().preprocess(nb, resources, km)
 
     def preprocess_cell(self, cell, resources, index):
-        if cell.cell_type != "code":
+        if cell.cell_type != "code" or index in self._skipped:
             return cell, resources
         if self._stopped is not None:
             cell.outputs = [_error(NOT_RUN, f"this cell was not run because {self._stopped}")]

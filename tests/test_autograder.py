@@ -347,3 +347,55 @@ def test_metadata_problems_name_the_cell(tmp_path, monkeypatch):
 def test_every_chapter_can_enter_the_gradebook(name):
     """What nbgrader generate_assignment needs beyond what `nbgrader validate` checks."""
     assert not grading.metadata_problems(name), grading.metadata_problems(name)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Demo cells: which narrative cells grading may leave out (autograder/preprocessors.py).
+
+def test_cell_names_worked_examples():
+    from autograder.preprocessors import cell_names
+
+    binds, kills, reads = cell_names("d = 128\nfig, ax = plt.subplots()\nax.plot([i * d for i in range(3)])\n")
+    assert kills == {"d", "fig", "ax"} and binds == kills
+    assert reads == {"plt", "range"}, "d is rebound before it is read; i belongs to the comprehension"
+    _, kills, reads = cell_names("def f(x, k=base):\n    y = x + g\n    return y\n")
+    assert kills == {"f"} and reads == {"base", "g"}, "parameters and locals are not globals"
+    binds, kills, reads = cell_names("for j in range(n):\n    w = j + 1\n    h(lambda t, w=w: t)\nprint(w)\n")
+    assert {"j", "w"} <= binds and not kills & {"j", "w"}, "a loop may not run: its names are not rebound"
+    assert reads == {"range", "n", "h", "print", "w"}, "w is read after the loop, maybe from before the cell"
+    _, kills, reads = cell_names("if c:\n    q = 1\nprint(q)\nwith open(p) as fh:\n    t = fh.read()\nprint(t)\n")
+    assert "q" in reads and "q" not in kills and {"fh", "t"} <= kills and "t" not in reads
+    assert cell_names("%matplotlib inline\nx = y")[2] >= {"get_ipython", "y"}, "magics are translated"
+    assert cell_names("def broken(:\n") is None
+
+
+def _nb(*cells):
+    nb = nbformat.v4.new_notebook()
+    for source, tags, meta in cells:
+        cell = nbformat.v4.new_code_cell(source)
+        cell.metadata = {"tags": list(tags), **({"nbgrader": meta} if meta else {})}
+        nb.cells.append(cell)
+    return nb
+
+
+def test_demo_cells_run_only_when_a_later_cell_reads_what_they_define():
+    from autograder.preprocessors import demo_cells_to_skip
+
+    locked = {"locked": True, "grade": False, "solution": False, "grade_id": "setup"}
+    test = {"grade": True, "locked": True, "solution": False, "grade_id": "t", "points": 1}
+    solution = {"solution": True, "grade": False, "locked": False, "grade_id": "s"}
+    nb = _nb(("import numpy as np", [], locked),
+             ("base = 10.0\nplt.plot([base])", ["demo"], None),       # 1: read by the solution below
+             ("d = 4\nprint(d)", ["demo"], None),                     # 2: d rebound by 3 before anyone reads it
+             ("d = 8\nglue('d', d)", ["demo"], None),                 # 3: read by the test
+             ("fig = plt.figure()", ["demo"], None),                  # 4: nobody reads fig
+             ("x = base ** 2", [], solution),
+             ("assert x == 100 and d == 8", [], test),
+             ("fig.savefig('f.png')", [], None))                      # 7: not a demo: runs, and needs 4
+    assert demo_cells_to_skip(nb) == {2}
+    nb.cells[7].metadata["tags"] = ["demo"]
+    assert demo_cells_to_skip(nb) == {2, 4, 7}
+    nb.cells[6].metadata["tags"] = ["demo"]                           # a student tags a test cell: it still runs
+    assert demo_cells_to_skip(nb) == {2, 4, 7}
+    nb.cells[5].source = "x = base ** 2 +"                            # unparseable: every earlier cell runs
+    assert demo_cells_to_skip(nb) == {7}

@@ -115,6 +115,17 @@ CALLS_REFERENCE = {
     },
 }
 
+# Correct solutions that read a variable of a narrative cell tagged `demo` (grading leaves such cells out
+# unless a later cell reads what they define): they must get full marks, as in the student's own notebook.
+USES_NARRATIVE = {
+    "02_sinusoidal": {
+        # `base` comes from the chapter's last narrative cell before the exercises (d, base = 128, 10000.0).
+        "pe100": "omega8 = base ** (-np.arange(0, 8, 2) / 8)\n"
+                 "pe100 = np.ravel(np.column_stack([np.sin(100 * omega8), np.cos(100 * omega8)]))\n"
+                 "wavelengths_d8 = 2 * np.pi / omega8\n",
+    },
+}
+
 
 def run_cli(*args, course_dir: Path, timeout: int = 1800) -> subprocess.CompletedProcess:
     """`python -m autograder ...` from the repository root, with its own course folder."""
@@ -185,6 +196,10 @@ def graded_class(tmp_path_factory):
             for i, name in enumerate(HOSTILE):
                 students += synthetic.hostile_class(name, DIFFERENT.get(name), CALLS_REFERENCE.get(name),
                                                     separate_patches=(i == 0), stubborn=(i == 0), workdir=root)
+            for name, replacements in USES_NARRATIVE.items():
+                if name in CHAPTERS:
+                    students.append(synthetic.Builder(name).replaced_solutions("uses_narrative", replacements,
+                                                                               zero_if_blocked=False))
             for student in students:
                 student.write(submissions)
             result = run_cli("grade", submissions, "--jobs", "2", course_dir=course_dir)
@@ -399,3 +414,15 @@ def test_scan_flags_the_cheats_and_not_the_honest(graded_class):
             assert any("uses posenc in a solution cell" in line for line in lines)
         if student in ("perfect", "blank", "partial", "different", "wrong"):
             assert not any(word in line for line in lines for word in serious), lines
+
+
+@pytest.mark.parametrize("name", sorted(USES_NARRATIVE))
+def test_a_solution_reading_a_demo_cells_variable_gets_that_cell_run(name):
+    """The class's uses_narrative student is a real test of the demo-cell rule: with their solution, grading
+    runs a demo cell it leaves out for the perfect submission (their full marks are asserted above)."""
+    from autograder.preprocessors import demo_cells_to_skip
+
+    b = synthetic.Builder(name)
+    perfect = demo_cells_to_skip(b.perfect().notebook)
+    uses = demo_cells_to_skip(b.replaced_solutions("uses_narrative", USES_NARRATIVE[name], False).notebook)
+    assert uses < perfect, "the replacement should read a name that only a skipped demo cell defines"

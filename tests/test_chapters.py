@@ -100,6 +100,20 @@ def _graded_ids(nb):
             if c.cell_type == "code" and _nbgrader_meta(c).get("grade") and not _nbgrader_meta(c).get("solution")]
 
 
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_demo_tags_are_display_only_and_not_stale(name):
+    """Cells tagged `demo` are narrative cells (never a solution, test or locked cell) that grading leaves out
+    for the instructor's own solutions: no exercise or test reads a name only they define."""
+    from autograder.preprocessors import DEMO_TAG, demo_cells_to_skip, is_demo
+
+    nb = _source(name)
+    tagged = {i for i, c in enumerate(nb.cells) if DEMO_TAG in c.metadata.get("tags", [])}
+    assert all(is_demo(nb.cells[i]) for i in tagged), "only narrative code cells may be tagged demo"
+    needed = tagged - demo_cells_to_skip(nb)
+    assert not needed, (f"{name}: demo cells {sorted(needed)} define names that an exercise or a test reads; "
+                        "untag them or move those names into a cell the exercises may rely on")
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", CHAPTERS)
 def test_source_notebook_passes_its_own_tests_within_budget(name):
