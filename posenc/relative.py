@@ -105,6 +105,24 @@ def relative_bias(table, buckets) -> np.ndarray:
     return np.moveaxis(table[b], -1, 0)
 
 
+def _inputs_and_projections(x, weights: dict, rows: str):
+    """Check x ``(L, d_model)`` and projection matrices ``(rows, d_model)`` that share their number of rows."""
+    x = _checks.finite_array("x", x)
+    if x.ndim != 2:
+        raise ValueError(f"x must have shape (L, d_model), got {x.shape}")
+    d_model = x.shape[1]
+    mats = {}
+    for name, w in weights.items():
+        w = _checks.finite_array(name, w)
+        if w.ndim != 2 or w.shape[1] != d_model:
+            raise ValueError(f"{name} must have shape ({rows}, {d_model}), got {w.shape}")
+        mats[name] = w
+    if len({w.shape[0] for w in mats.values()}) > 1:
+        shapes = ", ".join(f"{name} {w.shape}" for name, w in mats.items())
+        raise ValueError(f"{', '.join(mats)} must all have {rows} rows (the same number), got {shapes}")
+    return x, mats
+
+
 def transformer_xl_terms(x, w_q, w_ke, w_kr, u, v, base=10000.0) -> dict:
     r"""The four terms of the Transformer-XL attention score (Dai et al. 2019, arXiv:1901.02860, §3.3).
 
@@ -120,16 +138,8 @@ def transformer_xl_terms(x, w_q, w_ke, w_kr, u, v, base=10000.0) -> dict:
     Returns: dict with keys ``content_content``, ``content_position``, ``global_content``,
     ``global_position``, ``total``, each ``(L, L)``.
     """
-    x = _checks.finite_array("x", x)
-    if x.ndim != 2:
-        raise ValueError(f"x must have shape (L, d_model), got {x.shape}")
+    x, mats = _inputs_and_projections(x, {"w_q": w_q, "w_ke": w_ke, "w_kr": w_kr}, "d_head")
     seq, d_model = x.shape
-    mats = {}
-    for name, w in (("w_q", w_q), ("w_ke", w_ke), ("w_kr", w_kr)):
-        w = _checks.finite_array(name, w)
-        if w.ndim != 2 or w.shape[1] != d_model:
-            raise ValueError(f"{name} must have shape (d_head, {d_model}), got {w.shape}")
-        mats[name] = w
     d_head = mats["w_q"].shape[0]
     vecs = {}
     for name, vec in (("u", u), ("v", v)):
@@ -137,8 +147,6 @@ def transformer_xl_terms(x, w_q, w_ke, w_kr, u, v, base=10000.0) -> dict:
         if vec.shape != (d_head,):
             raise ValueError(f"{name} must have shape ({d_head},), got {vec.shape}")
         vecs[name] = vec
-    if mats["w_ke"].shape[0] != d_head or mats["w_kr"].shape[0] != d_head:
-        raise ValueError("w_q, w_ke and w_kr must all have d_head rows")
 
     offsets = np.arange(-(seq - 1), seq)  # every i - j that occurs
     r = sinusoidal(offsets, d_model, base)  # (2L-1, d_model)
@@ -174,20 +182,10 @@ def shaw_attention(x, w_q, w_k, w_v, table_k, table_v, max_relative_position) ->
     Returns: dict with ``logits`` and ``weights`` ``(L, L)`` (:math:`e` and :math:`\alpha`) and ``output``
     ``(L, d_z)`` (:math:`z`).
     """
-    x = _checks.finite_array("x", x)
-    if x.ndim != 2:
-        raise ValueError(f"x must have shape (L, d_model), got {x.shape}")
+    x, mats = _inputs_and_projections(x, {"w_q": w_q, "w_k": w_k, "w_v": w_v}, "d_z")
     seq, d_model = x.shape
     k = _checks.integer("max_relative_position", max_relative_position, minimum=0)
-    mats = {}
-    for name, w in (("w_q", w_q), ("w_k", w_k), ("w_v", w_v)):
-        w = _checks.finite_array(name, w)
-        if w.ndim != 2 or w.shape[1] != d_model:
-            raise ValueError(f"{name} must have shape (d_z, {d_model}), got {w.shape}")
-        mats[name] = w
     d_z = mats["w_q"].shape[0]
-    if mats["w_k"].shape[0] != d_z or mats["w_v"].shape[0] != d_z:
-        raise ValueError("w_q, w_k and w_v must all have d_z rows")
     tables = {}
     for name, t in (("table_k", table_k), ("table_v", table_v)):
         t = _checks.finite_array(name, t)

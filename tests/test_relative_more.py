@@ -121,6 +121,12 @@ def test_shaw_attention_properties():
     (lambda: posenc.shaw_attention(np.zeros((3, 4)), np.zeros((2, 4)), np.zeros((2, 4)), np.zeros((2, 4)),
                                    np.zeros((5, 2)), np.zeros((5, 2)), -1),
      ValueError, r"max_relative_position must be an integer >= 0, got -1"),
+    (lambda: posenc.shaw_attention(np.zeros((3, 4)), np.zeros((2, 4)), np.zeros((3, 4)), np.zeros((2, 4)),
+                                   np.zeros((5, 2)), np.zeros((5, 2)), 2),
+     ValueError, r"w_q, w_k, w_v must all have d_z rows \(the same number\), got w_q \(2, 4\), w_k \(3, 4\)"),
+    (lambda: posenc.transformer_xl_terms(np.zeros((3, 4)), np.zeros((2, 4)), np.zeros((2, 4)), np.zeros((3, 4)),
+                                         np.zeros(2), np.zeros(2)),
+     ValueError, r"w_q, w_ke, w_kr must all have d_head rows \(the same number\), got .*w_kr \(3, 4\)"),
 ])
 def test_shaw_attention_bad_input(call, exc, match):
     with pytest.raises(exc, match=match):
