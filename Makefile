@@ -7,7 +7,7 @@ JB     := $(VENV)/bin/jupyter-book
 
 export PYTHONHASHSEED := 0
 
-.PHONY: install system-deps assets arena book book-all book-instructor test lab bench lessons grade feedback export clean
+.PHONY: install system-deps assets arena arena-check book book-all book-instructor test lab bench lessons grade feedback export clean
 
 install: $(STAMP)
 
@@ -58,10 +58,14 @@ lab: $(STAMP)
 lessons: $(STAMP)
 	$(PY) -m autograder release
 
-# The extrapolation arena: trains one tiny model per positional scheme (about 15 minutes on 2 cores)
+# The extrapolation arena: trains one tiny model per positional scheme (about 10 minutes of CPU on one thread)
 # and writes book/data/arena.json, which the book reads.
 arena: $(STAMP)
 	$(PY) -m posenc.arena
+
+# The same experiment again, compared number by number with the committed book/data/arena.json (writes nothing).
+arena-check: $(STAMP)
+	$(PY) -m posenc.arena --check
 
 # Grading (autograder/README.md, book/instructor.md): SUBMISSIONS is a folder <student>/<chapter>/<chapter>.ipynb,
 # JOBS submissions are graded at the same time. GRADE_ARGS passes more options (e.g. --assignment 02_sinusoidal).
