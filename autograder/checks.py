@@ -44,6 +44,9 @@ _WATCHED = {
     "math.isclose": (math, "isclose"),
 }
 _ORIGINAL = {name: getattr(owner, attr) for name, (owner, attr) in _WATCHED.items()}
+# posenc's public data (not functions or classes), as loaded with posenc: METHODS, ARENA_RESULTS.
+_POSENC_DATA = {name: vars(posenc)[name] for name in posenc.__all__
+                if name in vars(posenc) and not callable(vars(posenc)[name])}
 
 
 def _fingerprint(code):
@@ -102,6 +105,11 @@ def _check_posenc():
         obj = vars(posenc).get(name)
         if obj is None:
             continue  # not loaded yet
+        if name in _POSENC_DATA:
+            if obj is not _POSENC_DATA[name]:
+                raise Tampered(f"posenc.{name} was replaced by code in this notebook; restart the kernel and "
+                               "remove the code that assigns to it.")
+            continue
         home = sys.modules.get(getattr(obj, "__module__", "") or "")
         if not (getattr(obj, "__module__", "") or "").startswith("posenc") or getattr(home, name, None) is not obj:
             if not isinstance(obj, dict):  # METHODS is a plain dict

@@ -5,6 +5,11 @@ Every number in the course book is computed here.
 """
 
 import importlib
+from pathlib import Path as _Path
+
+# The extrapolation arena's published results (posenc.arena writes them; chapters 8 and 9 read them). Reading
+# them needs neither torch nor posenc.arena.
+ARENA_RESULTS = _Path(__file__).resolve().parent.parent / "book" / "data" / "arena.json"
 
 from .alibi import alibi_bias, alibi_slopes, alibi_weight_within
 from .attention import attention, causal_mask, permutation_matrix, softmax
@@ -60,6 +65,7 @@ def __getattr__(name):
 
 
 __all__ = [
+    "ARENA_RESULTS",
     "frequencies", "wavelengths", "sinusoidal", "shift_matrix", "sinusoidal_dot",
     "LearnedPositionalEmbedding", "learned_parameter_count", "positions_from_mask",
     "relative_positions", "shaw_relative_ids", "shaw_attention", "t5_bucket", "relative_bias",

@@ -49,11 +49,12 @@ import torch
 from torch.nn import functional as F
 from tqdm import tqdm
 
+from . import ARENA_RESULTS
 from .models import SCHEMES, TinyDecoder, lm_loss, parameter_count
 from .scaling import METHODS
 from .sinusoidal import sinusoidal
 
-RESULTS = Path(__file__).resolve().parent.parent / "book" / "data" / "arena.json"
+RESULTS = ARENA_RESULTS
 EXTENSIONS = ("position_interpolation", "ntk_aware", "dynamic_ntk", "yarn")
 
 # |rerun - committed| allowed per kind of number (see the module doc for why); every other number must be equal.

@@ -399,3 +399,14 @@ def test_demo_cells_run_only_when_a_later_cell_reads_what_they_define():
     assert demo_cells_to_skip(nb) == {2, 4, 7}
     nb.cells[5].source = "x = base ** 2 +"                            # unparseable: every earlier cell runs
     assert demo_cells_to_skip(nb) == {7}
+
+
+def test_checks_refuse_a_replaced_posenc_constant(monkeypatch):
+    """posenc's data (the arena results path chapter 8's tests read) cannot be pointed elsewhere."""
+    import posenc
+    from autograder import checks
+
+    checks.untampered()
+    monkeypatch.setattr(posenc, "ARENA_RESULTS", posenc.ARENA_RESULTS.with_name("made_up.json"))
+    with pytest.raises(checks.Tampered, match="posenc.ARENA_RESULTS was replaced"):
+        checks.untampered()
