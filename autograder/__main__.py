@@ -3,6 +3,8 @@
   release [CHAPTER ...]              regenerate lessons/ from solutions/ (same as `make lessons`)
   grade SUBMISSIONS [--jobs N] [--unsandboxed]
                                      autograde <student>/<chapter>/<chapter>.ipynb in a sandbox, print the scores
+  validate NOTEBOOK ... [--unsandboxed]
+                                     nbgrader validate on students' notebooks, in the sandbox
   feedback [CHAPTER ...]             nbgrader's HTML feedback for every autograded submission
   export [--to FILE]                 the gradebook as CSV (nbgrader's exporter; default course/grades.csv)
   scan SUBMISSIONS                   list code in submissions that looks like an attempt to fool the tests
@@ -30,6 +32,10 @@ def main(argv=None) -> int:
     grd.add_argument("--unsandboxed", action="store_true",
                      help="run submissions WITHOUT the bubblewrap sandbox: they can read the solutions, "
                           "rewrite the gradebook and use the network (a warning lists the risks)")
+    val = sub.add_parser("validate", help="nbgrader validate on students' notebooks, in the sandbox")
+    val.add_argument("notebooks", nargs="+", help="submitted notebooks to run the visible tests of")
+    val.add_argument("--unsandboxed", action="store_true",
+                     help="run them WITHOUT the sandbox (see grade --unsandboxed)")
     fbk = sub.add_parser("feedback", help="nbgrader's HTML feedback pages for every autograded submission")
     fbk.add_argument("assignments", nargs="*", help="chapter names (default: every autograded chapter)")
     exp = sub.add_parser("export", help="write the gradebook as CSV with nbgrader's exporter")
@@ -56,6 +62,8 @@ def main(argv=None) -> int:
     if args.command == "grade":
         return grading.grade(args.submissions, jobs=args.jobs, assignments=args.assignments,
                              unsandboxed=args.unsandboxed)
+    if args.command == "validate":
+        return grading.validate(args.notebooks, unsandboxed=args.unsandboxed)
     if args.command == "feedback":
         return grading.feedback(args.assignments or None)
     if args.command == "export":

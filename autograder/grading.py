@@ -473,22 +473,74 @@ def format_table(assignment: str, results: list[Result]) -> str:
 # ----------------------------------------------------------------------------------------------------------
 # The commands.
 
-def grade(folder, jobs: int = 1, assignments=None, out=print, unsandboxed: bool = False) -> int:
-    """`python -m autograder grade`: returns the exit status (1 if any submission could not be graded,
-    2 if grading was refused because no sandbox is available and ``unsandboxed`` was not given)."""
+def _sandbox_refusal(unsandboxed: bool, out) -> bool:
+    """Set up sandboxed (default) or unsandboxed execution of student code; True if it must be refused."""
     from . import sandbox
 
     if unsandboxed:
         os.environ["POSENC_UNSANDBOXED"] = "1"  # read by nbgrader_config.py, in the --jobs workers too
         out(sandbox.UNSANDBOXED_WARNING)
-    else:
-        os.environ.pop("POSENC_UNSANDBOXED", None)
-        reason = sandbox.unavailable()
-        if reason:
-            out(f"ERROR refusing to grade: student code must run in a sandbox and {reason}. Install it "
-                "(Debian/Ubuntu: sudo apt-get install bubblewrap), or pass --unsandboxed to grade anyway "
-                "with the risks it prints.")
-            return 2
+        return False
+    os.environ.pop("POSENC_UNSANDBOXED", None)
+    reason = sandbox.unavailable()
+    if reason:
+        out(f"ERROR refusing to run student code: it must run in a sandbox and {reason}. Install it "
+            "(Debian/Ubuntu: sudo apt-get install bubblewrap), or pass --unsandboxed to run it anyway "
+            "with the risks it prints.")
+        return True
+    return False
+
+
+def validate(paths, unsandboxed: bool = False, out=print) -> int:
+    """`python -m autograder validate NOTEBOOK ...`: nbgrader's validate (the visible tests, as a student's
+    Validate button runs them) on notebooks handed in by students, with their kernel in the sandbox.
+    Returns 1 if a notebook is missing or fails its tests, 2 if refused, 0 otherwise."""
+    from nbgrader.preprocessors import CheckCellMetadata, ClearOutput
+    from nbgrader.validator import Validator
+
+    from . import sandbox
+    from .preprocessors import GuardedExecute
+
+    if _sandbox_refusal(unsandboxed, out):
+        return 2
+    validator = Validator(config=load_config())
+    # nbgrader's own steps, with the course's Execute step in the sandbox (students' validate is untouched).
+    validator.preprocessors = [CheckCellMetadata, ClearOutput,
+                               GuardedExecute if unsandboxed else sandbox.SandboxedExecute]
+    status = 0
+    for path in map(Path, paths):
+        if not path.is_file():
+            out(f"ERROR {path}: no such notebook")
+            status = 1
+            continue
+        out(f"[{path}]")
+        try:
+            results = validator.validate(str(path.resolve()))
+        except Exception as exc:  # a corrupt file, a kernel that would not start: name it, go on
+            out(f"ERROR {path}: could not be validated: {type(exc).__name__}: {exc}")
+            status = 1
+            continue
+        if results.get("failed") or results.get("type_changed") or results.get("changed"):
+            status = 1
+        _print_results(validator, results)
+    return status
+
+
+def _print_results(validator, results) -> None:
+    """nbgrader's own report of a validation (its validate_and_print, without validating again)."""
+    original = validator.validate
+    validator.validate = lambda filename: results
+    try:
+        validator.validate_and_print("")
+    finally:
+        validator.validate = original
+
+
+def grade(folder, jobs: int = 1, assignments=None, out=print, unsandboxed: bool = False) -> int:
+    """`python -m autograder grade`: returns the exit status (1 if any submission could not be graded,
+    2 if grading was refused because no sandbox is available and ``unsandboxed`` was not given)."""
+    if _sandbox_refusal(unsandboxed, out):
+        return 2
     submissions, errors = find_submissions(Path(folder), assignments)
     for message in errors:
         out(f"ERROR {message}")

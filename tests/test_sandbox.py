@@ -510,3 +510,31 @@ def test_course_config_autogrades_in_the_sandbox():
     cfg = grading.load_config()
     assert sandbox.SandboxedExecute in list(cfg.Autograde.autograde_preprocessors)
     assert "kernel_manager_class" not in cfg.get("Execute", {}), "validate must stay unsandboxed"
+
+
+@needs_bwrap
+def test_validate_runs_a_students_notebook_in_the_sandbox(tmp_path):
+    """`python -m autograder validate` (an instructor checking a handed-in notebook by hand) runs nbgrader's
+    validate with the kernel sandboxed: a cell that writes outside its folder cannot; with --unsandboxed it can."""
+    marker = tmp_path / "written-by-the-student.txt"
+    student = synthetic.Builder(CHAPTER).perfect("validated")
+    first = next(c for c in student.notebook.cells if c.metadata.get("nbgrader", {}).get("solution")
+                 and c.cell_type == "code")
+    first.source = (f"try:\n    open({str(marker)!r}, 'w').write('planted')\nexcept OSError:\n    pass\n"
+                    + first.source)
+    path = student.write(tmp_path / "subs")
+    env = {**os.environ, "POSENC_COURSE_DIR": str(tmp_path / "course"), "POSENC_CELL_TIMEOUT": CELL_TIMEOUT}
+    env.pop("POSENC_UNSANDBOXED", None)
+
+    def validate(*extra):
+        return subprocess.run([sys.executable, "-m", "autograder", "validate", str(path), *extra], cwd=ROOT,
+                              env=env, capture_output=True, text=True, timeout=600)
+
+    run = validate()
+    assert "Success! Your notebook passes all the tests." in run.stdout, _out(run)
+    assert not marker.exists(), "the sandboxed kernel wrote outside its own folder"
+    run = validate("--unsandboxed")
+    assert "WARNING: --unsandboxed" in run.stdout and marker.read_text() == "planted", _out(run)
+    run = subprocess.run([sys.executable, "-m", "autograder", "validate", str(tmp_path / "missing.ipynb")],
+                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 1 and "missing.ipynb: no such notebook" in run.stdout, _out(run)
