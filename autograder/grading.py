@@ -499,14 +499,19 @@ def validate(paths, unsandboxed: bool = False, out=print) -> int:
     from nbgrader.validator import Validator
 
     from . import sandbox
-    from .preprocessors import GuardedExecute
+
+    class Recording(Validator):
+        """nbgrader's Validator, keeping the results it prints (so that the exit status can say them)."""
+
+        def validate(self, filename):
+            self.results = super().validate(filename)
+            return self.results
 
     if _sandbox_refusal(unsandboxed, out):
         return 2
-    validator = Validator(config=load_config())
-    # nbgrader's own steps, with the course's Execute step in the sandbox (students' validate is untouched).
-    validator.preprocessors = [CheckCellMetadata, ClearOutput,
-                               GuardedExecute if unsandboxed else sandbox.SandboxedExecute]
+    validator = Recording(config=load_config())
+    # nbgrader's own steps, with the Execute step autograde uses (sandboxed unless --unsandboxed).
+    validator.preprocessors = [CheckCellMetadata, ClearOutput, sandbox.autograde_execute_class()]
     status = 0
     for path in map(Path, paths):
         if not path.is_file():
@@ -515,25 +520,15 @@ def validate(paths, unsandboxed: bool = False, out=print) -> int:
             continue
         out(f"[{path}]")
         try:
-            results = validator.validate(str(path.resolve()))
+            validator.validate_and_print(str(path.resolve()))
         except Exception as exc:  # a corrupt file, a kernel that would not start: name it, go on
             out(f"ERROR {path}: could not be validated: {type(exc).__name__}: {exc}")
             status = 1
             continue
+        results = validator.results
         if results.get("failed") or results.get("type_changed") or results.get("changed"):
             status = 1
-        _print_results(validator, results)
     return status
-
-
-def _print_results(validator, results) -> None:
-    """nbgrader's own report of a validation (its validate_and_print, without validating again)."""
-    original = validator.validate
-    validator.validate = lambda filename: results
-    try:
-        validator.validate_and_print("")
-    finally:
-        validator.validate = original
 
 
 def grade(folder, jobs: int = 1, assignments=None, out=print, unsandboxed: bool = False) -> int:

@@ -7,9 +7,9 @@ manager; nbgrader's Execute step uses it through ``SandboxedExecute``) inside ``
 
 * the filesystem is an allow-list, all read-only: the system folders (/usr, /bin, /lib*, /etc), the Python
   installation and the virtualenv, ``posenc/``, ``book/data/`` (published data the lessons read), and of
-  ``autograder/`` only ``__init__.py`` and ``checks.py`` (the test cells import them). Nothing else exists inside: not the repository (solutions/,
-  the nbgrader config), not the course folder (gradebook, other submissions), not the instructor's home,
-  not the folder the submissions were handed in from;
+  ``autograder/`` only ``__init__.py`` and ``checks.py`` (the test cells import them). Nothing else exists
+  inside: not the repository (solutions/, the nbgrader config), not the course folder (gradebook, other
+  submissions), not the instructor's home, not the folder the submissions were handed in from;
 * the only writable places are a *copy* of the submission's working folder, mounted where nbgrader runs the
   notebook (the copy is thrown away afterwards, so nothing a cell writes reaches a folder the grader later
   reads), and a private /tmp of limited size;
@@ -40,6 +40,8 @@ from pathlib import Path
 from jupyter_client.manager import AsyncKernelManager
 from nbformat.v4 import new_output
 from traitlets import Integer, List, Unicode, default
+
+from .preprocessors import GuardedExecute as _Execute  # the course's Execute step
 
 ROOT = Path(__file__).resolve().parent.parent
 INSTALL_HINT = ("install bubblewrap (Debian/Ubuntu: `sudo apt-get install bubblewrap`; Fedora: "
@@ -260,17 +262,6 @@ class SandboxKernelManager(AsyncKernelManager):
     cleanup_resources = _async_cleanup_resources
 
 
-def sandboxed_execute_class():
-    """nbgrader's Execute step as this course configures it, with every kernel in the sandbox."""
-    return SandboxedExecute
-
-
-try:
-    from .preprocessors import GuardedExecute as _Execute
-except ImportError:  # the course's Execute step is not there: nbgrader's own
-    from nbgrader.preprocessors import Execute as _Execute
-
-
 class SandboxedExecute(_Execute):
     """The course's Execute step (GuardedExecute), with each kernel started by SandboxKernelManager.
     Configured for autograde only: students' own `nbgrader validate` and JupyterLab are unaffected.
@@ -322,11 +313,14 @@ def autograde_execute_class():
     return SandboxedExecute
 
 
-def enable(cfg) -> None:
-    """Make a loaded nbgrader config autograde in the sandbox (replaces the Execute step in
-    Autograde.autograde_preprocessors). A no-op when the course config already does."""
-    steps = list(cfg.Autograde.autograde_preprocessors)
-    cfg.Autograde.autograde_preprocessors = [SandboxedExecute if step is _Execute else step for step in steps]
+def with_execute(cfg, step):
+    """A copy of a loaded nbgrader config whose autograde runs its Execute step as ``step`` (sandboxed or not)."""
+    import copy
+
+    cfg = copy.deepcopy(cfg)
+    cfg.Autograde.autograde_preprocessors = [step if issubclass(s, _Execute) else s
+                                             for s in cfg.Autograde.autograde_preprocessors]
+    return cfg
 
 
 def benchmark(name: str, repeat: int = 3, workdir: Path | None = None, out=print) -> dict:
@@ -342,9 +336,10 @@ def benchmark(name: str, repeat: int = 3, workdir: Path | None = None, out=print
 
 
 def _benchmark(name, repeat, workdir, out):
-    import copy
     import statistics
     import time
+
+    import nbformat
 
     from . import grading, synthetic
 
@@ -354,18 +349,15 @@ def _benchmark(name, repeat, workdir, out):
     failures = grading.sync_assignments([name], cfg)
     if failures:
         raise RuntimeError(failures[name])
-    plain, boxed = copy.deepcopy(cfg), copy.deepcopy(cfg)
-    plain.Autograde.autograde_preprocessors = [_Execute if s is SandboxedExecute else s
-                                               for s in plain.Autograde.autograde_preprocessors]
-    enable(boxed)
-    apis = {"unsandboxed": grading._api(plain), "sandboxed": grading._api(boxed)}
+    apis = {"unsandboxed": grading._api(with_execute(cfg, _Execute)),
+            "sandboxed": grading._api(with_execute(cfg, SandboxedExecute))}
     nb = synthetic.Builder(name).perfect().notebook
     students = {kind: f"bench_{kind}" for kind in apis}
     grading.register_students(students.values(), cfg)
     for kind, student in students.items():
         path = Path(cfg.CourseDirectory.submitted_directory) / student / name / f"{name}.ipynb"
         path.parent.mkdir(parents=True, exist_ok=True)
-        nbformat_write(nb, path)
+        nbformat.write(nb, str(path))
     times = {kind: [] for kind in apis}
     for _ in range(repeat + 1):  # the first round warms the caches and is not counted
         for kind, api in apis.items():
@@ -379,9 +371,3 @@ def _benchmark(name, repeat, workdir, out):
     out(f"{name}: autograde of one submission, median of {repeat}: unsandboxed {row['unsandboxed']:.2f} s, "
         f"sandboxed {row['sandboxed']:.2f} s, ratio {row['ratio']:.2f} (target <= 1.2)")
     return row
-
-
-def nbformat_write(nb, path) -> None:
-    import nbformat
-
-    nbformat.write(nb, str(path))
