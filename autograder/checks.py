@@ -105,16 +105,14 @@ def _check_posenc():
         obj = vars(posenc).get(name)
         if obj is None:
             continue  # not loaded yet
-        if name in _POSENC_DATA:
-            if obj is not _POSENC_DATA[name]:
-                raise Tampered(f"posenc.{name} was replaced by code in this notebook; restart the kernel and "
-                               "remove the code that assigns to it.")
-            continue
-        home = sys.modules.get(getattr(obj, "__module__", "") or "")
-        if not (getattr(obj, "__module__", "") or "").startswith("posenc") or getattr(home, name, None) is not obj:
-            if not isinstance(obj, dict):  # METHODS is a plain dict
-                raise Tampered(f"posenc.{name} was replaced by code in this notebook; restart the kernel and "
-                               "remove the code that assigns to it.")
+        if name in _POSENC_DATA:  # data: the very object posenc was loaded with
+            replaced = obj is not _POSENC_DATA[name]
+        else:  # functions and classes: posenc's own, as their home module holds them
+            module = getattr(obj, "__module__", "") or ""
+            replaced = not module.startswith("posenc") or getattr(sys.modules.get(module), name, None) is not obj
+        if replaced:
+            raise Tampered(f"posenc.{name} was replaced by code in this notebook; restart the kernel and "
+                           "remove the code that assigns to it.")
 
 
 class Tampered(AssertionError):

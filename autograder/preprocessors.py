@@ -61,10 +61,11 @@ class _Scope(ast.NodeVisitor):
     def visit_Name(self, node):
         (self.loads if isinstance(node.ctx, ast.Load) else self.stores).add(node.id)
 
-    def _nested(self, node, params=()):
+    def _inner(self, nodes, params=()):
+        """A nested scope (function, lambda, class or comprehension body): only its reads of globals count."""
         inner = _Scope()
-        for child in ast.iter_child_nodes(node):
-            inner.visit(child)
+        for node in nodes:
+            inner.visit(node)
         self.loads |= inner.loads - inner.stores - set(params)
 
     def visit_FunctionDef(self, node):
@@ -74,10 +75,7 @@ class _Scope(ast.NodeVisitor):
             self.visit(decorator)
         params = [a.arg for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs]
         params += [a.arg for a in (node.args.vararg, node.args.kwarg) if a is not None]
-        inner = _Scope()
-        for stmt in node.body:
-            inner.visit(stmt)
-        self.loads |= inner.loads - inner.stores - set(params)
+        self._inner(node.body, params)
         self.stores.add(node.name)
 
     visit_AsyncFunctionDef = visit_FunctionDef
@@ -85,27 +83,30 @@ class _Scope(ast.NodeVisitor):
     def visit_ClassDef(self, node):
         for expr in node.bases + node.decorator_list + [k.value for k in node.keywords]:
             self.visit(expr)
-        inner = _Scope()
-        for stmt in node.body:
-            inner.visit(stmt)
-        self.loads |= inner.loads - inner.stores
+        self._inner(node.body)
         self.stores.add(node.name)
 
     def visit_Lambda(self, node):
-        self._nested(node, [a.arg for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs])
+        self._inner(ast.iter_child_nodes(node),
+                    [a.arg for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs])
 
     def _comprehension(self, node):
-        self._nested(node)
+        self._inner(ast.iter_child_nodes(node))
 
     visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = _comprehension
 
     def visit_Import(self, node):
-        self.stores.update((a.asname or a.name).split(".")[0] for a in node.names)
+        self.stores.update(_import_names(node))
 
     visit_ImportFrom = visit_Import
 
     def visit_Global(self, node):
         self.stores.update(node.names)
+
+
+def _import_names(node) -> set[str]:
+    """The names an import statement binds (``import a.b`` binds ``a``)."""
+    return {(a.asname or a.name).split(".")[0] for a in node.names}
 
 
 def _target_names(target) -> set[str]:
@@ -126,7 +127,7 @@ def _kills(stmt) -> set[str]:
     if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         return {stmt.name}
     if isinstance(stmt, (ast.Import, ast.ImportFrom)):
-        return {(a.asname or a.name).split(".")[0] for a in stmt.names}
+        return _import_names(stmt)
     if isinstance(stmt, ast.Assign):
         return set().union(*(_target_names(t) for t in stmt.targets))
     if isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
