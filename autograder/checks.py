@@ -10,6 +10,13 @@ keeps its own references to the functions it relies on. Three jobs:
 * ``untampered()`` fails when code in the notebook has replaced numpy's, math's or posenc's functions
   (``numpy.allclose = lambda *a, **k: True`` and the like): every check calls it first.
 
+While autograding, the same test cells also run in the grading process, outside the student's kernel
+(``autograder.verdict``): there the student's names are stand-ins that call into the kernel, and the
+verdict is decided from the values they return. Three hooks serve that: ``kernel`` marks a test-cell function
+that must run next to the student's code (it is shipped to the kernel and only its result comes back),
+``without`` remembers what it blocks so that the kernel blocks it too, and ``rng`` draws from a stream
+salted per submission while hidden tests run, so their inputs are not the ones written in the cell.
+
 Limits (see the instructor guide): code that rewrites this module itself is not detected here; the
 instructor's ``scan`` lists submissions that touch it.
 """
@@ -138,7 +145,8 @@ def _as_array(value, what):
     try:
         arr = _array(value, dtype=np.float64)
     except (TypeError, ValueError):
-        raise AssertionError(f"{what} should be numbers (an array or a float), got {type(value).__name__}: "
+        kind = getattr(value, "type_name", None) or type(value).__name__  # (wire.Unsupported: the original type)
+        raise AssertionError(f"{what} should be numbers (an array or a float), got {kind}: "
                              f"{str(value)[:80]}") from None
     return arr
 
@@ -198,6 +206,14 @@ def without(*references):
     ``from posenc import f as g`` done earlier, a method of a class. Restored on exit.
     """
     untampered()
+    with blocked(*references):
+        yield
+
+
+@contextlib.contextmanager
+def blocked(*references):
+    """``without`` minus its ``untampered()`` check: what the grader's agent uses inside a student's kernel,
+    where the check would only refuse a correct answer (the verdict is decided outside that kernel)."""
     targets = {}
     for ref in references:
         if isinstance(ref, types.ModuleType):
@@ -211,21 +227,52 @@ def without(*references):
             raise TypeError(f"without() takes posenc functions, classes or modules, got {ref!r}")
         targets.update(members)
     saved = {name: fn.__code__ for name, fn in targets.items()}
+    _ACTIVE.append([_path(ref) for ref in references])
     try:
         for name, fn in targets.items():
             fn.__code__ = _blocked(name, len(fn.__code__.co_freevars))
         yield
     finally:
+        _ACTIVE.pop()
         for name, fn in targets.items():
             fn.__code__ = saved[name]
 
 
+_ACTIVE = []  # what the `without` blocks open right now block, as dotted paths (innermost last)
+
+
+def _path(ref) -> str:
+    return ref.__name__ if isinstance(ref, types.ModuleType) else f"{ref.__module__}.{ref.__qualname__}"
+
+
+def blocked_now() -> list[str]:
+    """Dotted paths of everything the open ``without`` blocks make unusable (sent along with a call the
+    grading process makes into the student's kernel, which then blocks the same there)."""
+    return sorted({path for paths in _ACTIVE for path in paths})
+
+
+_SALT = None  # set by the grading process while a submission's hidden tests run (autograder.verdict)
+_KERNEL = None  # set by the grading process: turns a @kernel function into a call into the student's kernel
+
+
 def rng(seed):
-    """The random generator hidden tests draw their cases from (fixed seed: grading is reproducible)."""
-    return np.random.default_rng(seed)
+    """The random generator tests draw their cases from. In the student's notebook and in the visible tests
+    it is seeded with ``seed`` alone (the same cases every time); while the grading process runs a
+    submission's hidden tests it is seeded with ``seed`` and a salt secret to the grader and fixed per
+    submission, so the hidden cases are not the ones written in the cell, and re-grading repeats them."""
+    return np.random.default_rng(seed if _SALT is None else [seed, _SALT])
+
+
+def kernel(function):
+    """Mark a function of a test cell that must run where the student's code runs (it builds the student's
+    objects, calls their methods, or spies on what their code calls) and returns only values: arrays,
+    numbers, strings, lists, tuples, dicts. In the notebook it is the function itself. While grading, the
+    grading process sends its source into the student's kernel, runs it there, and checks what it returns
+    in its own process: keep the checks outside such functions."""
+    return function if _KERNEL is None else _KERNEL(function)
 
 
 # Snapshot of this module's helpers, for untampered(): a notebook that assigns `checks.close = ...` is
 # refused by the grader, which calls checks.untampered() before every test cell.
-_OWN = {name: globals()[name] for name in ("untampered", "close", "equal", "without", "rng")}
+_OWN = {name: globals()[name] for name in ("untampered", "close", "equal", "without", "rng", "kernel")}
 _OWN_CODE = {name: fn.__code__ for name, fn in _OWN.items()}

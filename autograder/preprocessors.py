@@ -27,6 +27,11 @@
 from __future__ import annotations
 
 import ast
+import json
+import os
+import secrets
+import time
+from pathlib import Path
 
 from jupyter_core.utils import run_sync
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
@@ -35,12 +40,17 @@ from nbgrader.api import Gradebook
 from nbgrader.preprocessors import Execute, NbGraderPreprocessor
 from nbgrader.preprocessors import LimitOutput as NbgraderLimitOutput
 from nbgrader.preprocessors import OverwriteCells as NbgraderOverwriteCells
+from nbgrader.utils import determine_grade
 from traitlets import Bool, Integer, Unicode
+
+from . import verdict as verdicts
+from .liveness import cell_names
 
 # The ``ename`` of the error outputs this module writes; the instructor's score table reports them.
 KERNEL_DIED = "KernelDied"
 KERNEL_UNRESPONSIVE = "KernelUnresponsive"
 NOT_RUN = "CellNotRun"
+GRADER_NOTE = "The grader's own run of this cell's tests, outside your notebook, decides its points."
 
 
 def _error(ename: str, evalue: str):
@@ -48,154 +58,6 @@ def _error(ename: str, evalue: str):
 
 
 DEMO_TAG = "demo"
-
-
-class _Scope(ast.NodeVisitor):
-    """Names a statement reads from and binds in the notebook's global scope. Reads inside functions,
-    lambdas and comprehensions count (when called, they read globals) minus the names those scopes bind
-    themselves (parameters, local assignments, loop variables); their local bindings do not count."""
-
-    def __init__(self):
-        self.loads, self.stores = set(), set()
-
-    def visit_Name(self, node):
-        (self.loads if isinstance(node.ctx, ast.Load) else self.stores).add(node.id)
-
-    def _inner(self, nodes, params=()):
-        """A nested scope (function, lambda, class or comprehension body): only its reads of globals count."""
-        inner = _Scope()
-        for node in nodes:
-            inner.visit(node)
-        self.loads |= inner.loads - inner.stores - set(params)
-
-    def visit_FunctionDef(self, node):
-        for default in node.args.defaults + [d for d in node.args.kw_defaults if d is not None]:
-            self.visit(default)
-        for decorator in node.decorator_list:
-            self.visit(decorator)
-        params = [a.arg for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs]
-        params += [a.arg for a in (node.args.vararg, node.args.kwarg) if a is not None]
-        self._inner(node.body, params)
-        self.stores.add(node.name)
-
-    visit_AsyncFunctionDef = visit_FunctionDef
-
-    def visit_ClassDef(self, node):
-        for expr in node.bases + node.decorator_list + [k.value for k in node.keywords]:
-            self.visit(expr)
-        self._inner(node.body)
-        self.stores.add(node.name)
-
-    def visit_Lambda(self, node):
-        self._inner(ast.iter_child_nodes(node),
-                    [a.arg for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs])
-
-    def _comprehension(self, node):
-        self._inner(ast.iter_child_nodes(node))
-
-    visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = _comprehension
-
-    def visit_Import(self, node):
-        self.stores.update(_import_names(node))
-
-    visit_ImportFrom = visit_Import
-
-    def visit_Global(self, node):
-        self.stores.update(node.names)
-
-
-def _import_names(node) -> set[str]:
-    """The names an import statement binds (``import a.b`` binds ``a``)."""
-    return {(a.asname or a.name).split(".")[0] for a in node.names}
-
-
-def _target_names(target) -> set[str]:
-    names, todo = set(), [target]
-    while todo:
-        node = todo.pop()
-        if isinstance(node, ast.Name):
-            names.add(node.id)
-        elif isinstance(node, (ast.Tuple, ast.List)):
-            todo.extend(node.elts)
-        elif isinstance(node, ast.Starred):
-            todo.append(node.value)
-    return names
-
-
-def _kills(stmt) -> set[str]:
-    """Names a top-level statement always rebinds (so their earlier values are not needed after it)."""
-    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        return {stmt.name}
-    if isinstance(stmt, (ast.Import, ast.ImportFrom)):
-        return _import_names(stmt)
-    if isinstance(stmt, ast.Assign):
-        return set().union(*(_target_names(t) for t in stmt.targets))
-    if isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
-        return _target_names(stmt.target)
-    return set()
-
-
-def _loads(nodes, killed) -> tuple[set[str], set[str]]:
-    scope = _Scope()
-    for node in nodes:
-        scope.visit(node)
-    return scope.loads - killed, scope.stores
-
-
-def _block(stmts, killed: set[str]) -> tuple[set[str], set[str], set[str]]:
-    """``(binds, kills, reads)`` of a list of statements run in order, given the names already rebound
-    before it. A loop's or an ``if``'s body may not run, so what it rebinds is not a kill after it; inside
-    the body, a name rebound earlier in the same pass is not read from outside."""
-    binds, kills, reads = set(), set(), set()
-    for stmt in stmts:
-        done = killed | kills
-        if isinstance(stmt, (ast.For, ast.AsyncFor)):
-            head_reads, _ = _loads([stmt.iter], done)
-            target = _target_names(stmt.target)
-            parts = [_block(stmt.body, done | target), _block(stmt.orelse, done)]
-            binds |= target
-        elif isinstance(stmt, ast.While):
-            head_reads, _ = _loads([stmt.test], done)
-            parts = [_block(stmt.body, done), _block(stmt.orelse, done)]
-        elif isinstance(stmt, ast.If):
-            head_reads, _ = _loads([stmt.test], done)
-            parts = [_block(stmt.body, done), _block(stmt.orelse, done)]
-        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
-            head_reads, _ = _loads([item.context_expr for item in stmt.items], done)
-            target = set().union(*(_target_names(i.optional_vars) for i in stmt.items if i.optional_vars))
-            body = _block(stmt.body, done | target)
-            parts = [body]
-            binds |= target
-            kills |= target | body[1]  # a with's body runs (or the cell stops with an error)
-        elif isinstance(stmt, ast.Try):
-            head_reads = set()
-            parts = [_block(stmt.body, done), _block(stmt.orelse, done), _block(stmt.finalbody, done)]
-            parts += [_block(h.body, done | ({h.name} if h.name else set())) for h in stmt.handlers]
-            parts += [(set(), set(), _loads([h.type], done)[0]) for h in stmt.handlers if h.type]
-        else:
-            head_reads, stores = _loads([stmt], done)
-            binds |= stores
-            kills |= _kills(stmt)
-            reads |= head_reads
-            continue
-        reads |= head_reads
-        for part_binds, _, part_reads in parts:
-            binds |= part_binds
-            reads |= part_reads
-    return binds, kills, reads
-
-
-def cell_names(source: str) -> tuple[set[str], set[str], set[str]] | None:
-    """``(binds, kills, reads)`` of a cell in the global scope: every name it may bind, the names it always
-    rebinds, and the names it may read before rebinding them; None if the cell cannot be parsed. IPython
-    syntax (magics, ``!``) is translated first."""
-    from IPython.core.inputtransformer2 import TransformerManager
-
-    try:
-        tree = ast.parse(TransformerManager().transform_cell(source))
-    except (SyntaxError, ValueError):
-        return None
-    return _block(tree.body, set())
 
 
 def is_demo(cell, tag: str = DEMO_TAG) -> bool:
@@ -226,26 +88,81 @@ def demo_cells_to_skip(nb, tag: str = DEMO_TAG) -> set[int]:
     return skip
 
 
+def _is_test(cell) -> bool:
+    meta = cell.metadata.get("nbgrader", {})
+    return cell.cell_type == "code" and bool(meta.get("grade")) and not meta.get("solution")
+
+
+def _as_text(output) -> dict:
+    """A kernel's error output or stderr stream, as plain stdout text (it no longer decides the score)."""
+    if output.output_type == "error":
+        lines = output.get("traceback") or [f"{output.get('ename', '')}: {output.get('evalue', '')}"]
+        text = "Your notebook's own run of these tests reported:\n" + "\n".join(map(str, lines)) + "\n"
+    else:
+        text = output.get("text", "")
+    return new_output("stream", name="stdout", text=text)
+
+
+def settle_outputs(outputs, decided: verdicts.Verdict):
+    """The outputs nbgrader scores a test cell from, made to say the grader's verdict: the kernel's errors
+    and stderr become text, its execute_results display data (nbgrader would read a number in one as
+    partial credit), and a failed verdict adds one error output with the failing check's message."""
+    settled = []
+    for output in outputs:
+        if output.output_type == "error" or (output.output_type == "stream" and output.get("name") == "stderr"):
+            settled.append(_as_text(output))
+        elif output.output_type == "execute_result":
+            settled.append(new_output("display_data", data=output.get("data", {})))
+        else:
+            settled.append(output)
+    if not decided.passed:
+        where = "the hidden tests" if decided.stage == "hidden" else "the tests"
+        settled.append(new_output("error", ename=decided.ename or "AssertionError", evalue=decided.message,
+                                  traceback=[f"{decided.ename or 'AssertionError'}: {decided.message}",
+                                             f"({where} of this cell failed in the grader's run: {GRADER_NOTE[4:]})"]))
+    return settled
+
+
 class GuardedExecute(Execute):
     """nbgrader's Execute; a dead or unresponsive kernel costs the rest of that notebook, not the grade, and
-    display-only demo cells nothing later needs are not run (``skip_demo_cells``)."""
+    display-only demo cells nothing later needs are not run (``skip_demo_cells``). While autograding (when
+    ``RestoreImports`` has put the instructor's test sources in the resources), each test cell runs its
+    visible tests in the kernel, and is then decided in this process by ``autograder.verdict``."""
 
     skip_demo_cells = Bool(True, help="leave out demo cells no later cell needs").tag(config=True)
     demo_tag = Unicode(DEMO_TAG, help="the tag of display-only narrative cells").tag(config=True)
+    secret_file = Unicode("", help="file holding the grader's secret that salts the hidden tests' random "
+                          "cases per submission (made on first use); empty: a new salt every run").tag(config=True)
+    verdict_dir = Unicode("", help="folder where each submission's verdicts are written as "
+                          "<student>/<assignment>.json (empty: not written)").tag(config=True)
 
     def preprocess(self, nb, resources=None, km=None):
         self._stopped = None  # why execution stopped, once it has
         self._skipped = demo_cells_to_skip(nb, self.demo_tag) if self.skip_demo_cells else set()
-        return super().preprocess(nb, resources, km)
+        self._tests = (resources or {}).get(TESTS_KEY)
+        self._decided = {}
+        self._secret = self._read_secret() if self._tests else None
+        nb, resources = super().preprocess(nb, resources, km)
+        if self._tests:
+            self._write_verdicts(resources)
+        return nb, resources
 
     def preprocess_cell(self, cell, resources, index):
         if cell.cell_type != "code" or index in self._skipped:
             return cell, resources
+        test = None
+        if self._tests and _is_test(cell):
+            gid = cell.metadata["nbgrader"].get("grade_id")
+            test = self._tests["sources"].get(gid)
+            if test is not None:
+                cell.source = _without_hidden(cell.source)  # the kernel never sees the hidden tests
         if self._stopped is not None:
             cell.outputs = [_error(NOT_RUN, f"this cell was not run because {self._stopped}")]
+            if test is not None:
+                self._record(cell, None, verdicts.Verdict(False, "visible", NOT_RUN, self._stopped))
             return cell, resources
         try:
-            return super().preprocess_cell(cell, resources, index)
+            cell, resources = super().preprocess_cell(cell, resources, index)
         except DeadKernelError:
             self._stopped = f"the kernel died while running cell {index} (for example os._exit() or a crash)"
             cell.outputs.append(_error(KERNEL_DIED, "the kernel died while this cell ran: "
@@ -257,8 +174,65 @@ class GuardedExecute(Execute):
                                        "ignored the interrupt (a loop that catches KeyboardInterrupt?); "
                                        "the kernel was shut down"))
             self._kill_kernel()
-        self.log.warning("Cell %d: %s; the remaining cells are marked as not run", index, self._stopped)
+        if self._stopped is not None:
+            self.log.warning("Cell %d: %s; the remaining cells are marked as not run", index, self._stopped)
+            if test is not None:
+                self._record(cell, None, verdicts.Verdict(False, "visible", "KernelLost", self._stopped))
+            return cell, resources
+        if test is not None:
+            self._decide(cell, index, test, resources)
         return cell, resources
+
+    def _decide(self, cell, index, source, resources):
+        """Run the cell's tests in this process against the kernel, and make the outputs say the verdict."""
+        from .kernel_channel import KernelChannel
+
+        errors = [o for o in cell.outputs if o.output_type == "error"]
+        score, points = determine_grade(cell)  # what nbgrader alone would have scored from the kernel's outputs
+        kernel_passed = score is not None and score >= points
+        kernel_error = f"{errors[0].get('ename', '')}: {errors[0].get('evalue', '')}"[:300] if errors else ""
+        gid = cell.metadata["nbgrader"]["grade_id"]
+        meta = resources.get("nbgrader", {})
+        salt = (verdicts.salt_for(self._secret, str(meta.get("student")), str(meta.get("assignment")), gid)
+                if self._secret else secrets.randbits(63))
+        start = time.perf_counter()
+        decided = verdicts.judge(source, self._tests["setup"], KernelChannel(self, float(self.timeout or 60)),
+                                 salt)
+        self.log.debug("Cell %d (%s) decided in %.2f s: %s", index, gid, time.perf_counter() - start, decided)
+        if decided.lost:
+            self._stopped = f"the kernel stopped answering while cell {index}'s tests ran"
+            self._kill_kernel()
+        cell.outputs = settle_outputs(cell.outputs, decided)
+        self._record(cell, kernel_passed, decided, kernel_error)
+
+    def _record(self, cell, kernel_passed, decided, kernel_error=""):
+        """What the kernel's own run of the visible tests said, and the grader's verdict (for `grade`'s notes)."""
+        self._decided[cell.metadata["nbgrader"]["grade_id"]] = {
+            "kernel": None if kernel_passed is None else ("pass" if kernel_passed else "fail"),
+            "kernel_error": kernel_error,
+            "grader": "pass" if decided.passed else "fail", "stage": decided.stage,
+            "error": decided.ename, "message": decided.message[:1000]}
+
+    def _read_secret(self) -> bytes:
+        if not self.secret_file:
+            return b""
+        path = Path(self.secret_file)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:  # made once, by whichever grading process comes first
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            return path.read_bytes()
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(secrets.token_bytes(32))
+        return path.read_bytes()
+
+    def _write_verdicts(self, resources):
+        meta = resources.get("nbgrader", {})
+        if not self.verdict_dir or not meta.get("student") or not meta.get("assignment"):
+            return
+        path = Path(self.verdict_dir) / str(meta["student"]) / f"{meta['assignment']}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(self._decided, indent=1, sort_keys=True))
 
     def _kill_kernel(self):
         try:
@@ -325,6 +299,12 @@ class OverwriteCells(NbgraderOverwriteCells):
 
 
 RESTORE_NOTE = "# Added by the grader: the setup cell's imports again, so that this test uses the course's code."
+TESTS_KEY = "posenc_tests"  # resources entry: the instructor's test sources, for GuardedExecute's verdicts
+
+
+def _without_hidden(source: str) -> str:
+    """A test cell's source without its hidden tests (what the lesson shows)."""
+    return verdicts.split_hidden(source)[0].rstrip("\n")
 
 
 def setup_imports(sources) -> list[str]:
@@ -351,9 +331,13 @@ class RestoreImports(NbGraderPreprocessor):
         with Gradebook(meta["db_url"]) as gb:
             source = gb.find_notebook(meta["notebook"], meta["assignment"])
             graded = {cell.name for cell in source.grade_cells} | {cell.name for cell in source.solution_cells}
+            solutions = {cell.name for cell in source.solution_cells}
             setup = [cell.source for cell in source.source_cells
                      if cell.locked and cell.cell_type == "code" and cell.name not in graded]
+            tests = {cell.name: cell.source for cell in source.source_cells
+                     if cell.cell_type == "code" and cell.name in graded and cell.name not in solutions}
         imports = setup_imports(setup)
+        resources[TESTS_KEY] = {"setup": imports, "sources": tests}
         if not imports:
             return nb, resources
         prefix = [RESTORE_NOTE] + imports

@@ -111,6 +111,10 @@ def _namespace_args() -> list[str]:
     return args
 
 
+# The parts of autograder/ a grading kernel imports: the test cells' helpers, the grader's agent and its wire
+# format, the IPython hook guard. Nothing else of autograder/ (the grading code, its configuration) is visible.
+KERNEL_MODULES = ("__init__", "checks", "agent", "wire", "kernel_guard")
+
 SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
 
 
@@ -118,8 +122,8 @@ def _readonly_paths() -> list[Path]:
     """What the kernel may read besides the system folders: Python, the virtualenv, posenc, autograder.checks,
     and the book's public data (book/data: the arena's stored results, which chapter 8's exercises read)."""
     paths = [Path(sys.base_prefix), Path(sys.prefix), Path(sys.executable).resolve().parent.parent,
-             ROOT / "posenc", ROOT / "autograder" / "__init__.py", ROOT / "autograder" / "checks.py",
-             ROOT / "book" / "data"]
+             ROOT / "posenc", ROOT / "book" / "data"]
+    paths += [ROOT / "autograder" / f"{name}.py" for name in KERNEL_MODULES]
     out = []
     for p in paths:
         real = Path(os.path.realpath(p))

@@ -272,15 +272,28 @@ class Builder:
         return Student(student, self.a.name, nb, expected, manual)
 
     def patched(self, student, patch: str) -> Student:
-        """Correct solutions, plus a monkeypatch at the top of the first solution cell: every later test
-        cell that goes through checks must refuse it, scoring 0. When the setup cell imports checks, the
-        grader calls checks.untampered() before every test cell (autograder.preprocessors.RestoreImports),
-        so that is every later test cell."""
+        """Correct solutions, plus a monkeypatch at the top of the first solution cell. The patch runs in the
+        student's kernel only, where the notebook's own run of the visible tests refuses it
+        (checks.untampered()); the grader decides every test in its own process from the values the
+        correct code returns: full marks, and the score table marks the disagreement for review."""
         first = next(i for i, ex in enumerate(self.a.exercises) if ex.solutions)
-        later = {t for ex in self.a.exercises[first:] for t in ex.tests}
-        if not self.a.setup_imports_checks():
-            later = {t for t in later if CHECKED.search(self.a.test_source[t])}
-        return self._perfect_with(student, {first: patch + "\n"}, set(self.a.test_ids()) - later)
+        return self._perfect_with(student, {first: patch + "\n"}, set(self.a.test_ids()))
+
+    def payload(self, student, code: str) -> Student:
+        """The untouched lesson (every stub raises) with an IPython payload at the top of the first solution
+        cell: hooks that make later cells look passed to nbgrader. Every test must score 0."""
+        nb = copy.deepcopy(self.a.lesson)
+        first = next(ex for ex in self.a.exercises if ex.solutions)
+        cell = _cell(nb, first.solutions[0])
+        cell.source = code + "\n" + cell.source
+        expected, manual = self._expect(set(), False)
+        return Student(student, self.a.name, nb, expected, manual)
+
+    def harmless_hooks(self, student="harmless_hooks") -> Student:
+        """Correct solutions that also register IPython hooks doing nothing wrong (an identity input
+        transformer, a timing callback, a custom exception handler that re-raises): full marks."""
+        first = next(i for i, ex in enumerate(self.a.exercises) if ex.solutions)
+        return self._perfect_with(student, {first: HARMLESS_HOOKS}, set(self.a.test_ids()))
 
     def tampered_tests(self, student="edits_tests") -> Student:
         """The partial student, who also replaced every test cell by `pass`, raised a test's points and
@@ -550,6 +563,54 @@ PATCHES = {
 }
 
 
+# IPython payloads that made nbgrader score full marks while it read the verdict from the kernel's own outputs:
+# each registers machinery that runs for every later cell (input and AST transformers, custom exception
+# handlers, run-cell events, the display hook, a thread publishing through the kernel's session), one only
+# when it detects it is being graded. On the untouched lesson every test must still score 0.
+PAYLOADS = {
+    "hook_transform_pass": 'get_ipython().input_transformers_post.append(lambda lines: ["pass\\n"])',
+    "hook_transform_try": ('def _wrap(lines):\n'
+                           '    return ["try:\\n"] + ["    " + l for l in lines] + ["\\nexcept BaseException:\\n    pass\\n"]\n'
+                           'get_ipython().input_transformers_cleanup.append(_wrap)'),
+    "hook_ast_asserts": ('import ast\n'
+                         'class _Drop(ast.NodeTransformer):\n'
+                         '    def visit_Assert(self, node):\n        return ast.Pass()\n'
+                         '    def visit_Raise(self, node):\n        return ast.Pass()\n'
+                         'get_ipython().ast_transformers.append(_Drop())'),
+    "hook_custom_exc": ('_ip = get_ipython()\n'
+                        '_ip.set_custom_exc((BaseException,), lambda *args, **kwargs: None)\n'
+                        'def _clear(result):\n    result.error_in_exec = None\n'
+                        '_ip.events.register("post_run_cell", _clear)'),
+    "hook_showtraceback": ('_ip = get_ipython()\n'
+                           '_ip.showtraceback = lambda *args, **kwargs: None\n'
+                           'def _clear(result):\n    result.error_in_exec = None\n'
+                           '_ip.events.register("post_run_cell", _clear)'),
+    "hook_displayhook": ('_ip = get_ipython()\n'
+                         '_ip.events.register("pre_run_cell", lambda info: _ip.displayhook("full marks"))'),
+    "hook_thread": ('import threading, time\n'
+                    '_k = get_ipython().kernel\n'
+                    'def _publish():\n'
+                    '    while True:\n'
+                    '        _k.session.send(_k.iopub_socket, "execute_result", {"data": {"text/plain": "1.0"}, '
+                    '"metadata": {}, "execution_count": 1}, parent=_k.get_parent("shell"))\n'
+                    '        time.sleep(0.01)\n'
+                    'threading.Thread(target=_publish, daemon=True).start()'),
+    "hook_when_graded": ('import os, socket\n'
+                         'if socket.gethostname() == "sandbox" or not os.path.exists(os.path.expanduser("~/.bashrc")):\n'
+                         '    _ip = get_ipython()\n'
+                         '    _ip.kernel.do_execute = type(_ip.kernel).do_execute.__get__(_ip.kernel)  # undo the guard\n'
+                         '    _ip.input_transformers_post.append(lambda lines: ["pass\\n"])'),
+}
+
+# Hooks a correct solution may carry for its own reasons: the grade must not change.
+HARMLESS_HOOKS = ("import time\n"
+                  "_ip = get_ipython()\n"
+                  "_ip.input_transformers_post.append(lambda lines: lines)\n"
+                  "_ip.events.register('pre_run_cell', lambda info: setattr(_ip, '_cell_started', time.time()))\n"
+                  "_ip.set_custom_exc((ZeroDivisionError,), lambda shell, etype, value, tb, tb_offset=None: "
+                  "shell.showtraceback((etype, value, tb), tb_offset=tb_offset))\n"
+                  "import warnings\nwarnings.warn('a harmless warning on stderr')\n")
+
 # Checks that accept anything: the two ways a solution cell can put them in the tests' way.
 _ACCEPTING = ("    close = equal = untampered = staticmethod(lambda *args, **kwargs: None)\n"
               "    rng = staticmethod(lambda seed: __import__('numpy').random.default_rng(seed))\n"
@@ -585,8 +646,11 @@ def hostile_class(name: str, different: dict[str, str] | None = None,
     if separate_patches:
         students += [b.patched(kind, code) for kind, code in PATCHES.items()]
         students += [b.fake_checks(kind, kind) for kind in FAKE_CHECKS]
+        students += [b.payload(kind, code) for kind, code in PAYLOADS.items()]
     else:
         students.append(b.patched("patch_all", "\n".join(PATCHES.values())))
+        students.append(b.payload("hooks_all", "\n".join(PAYLOADS.values())))
+    students.append(b.harmless_hooks())
     if different:
         students.append(b.replaced_solutions("different", different, zero_if_blocked=False))
     if calls_reference:

@@ -353,7 +353,7 @@ def test_every_chapter_can_enter_the_gradebook(name):
 # Demo cells: which narrative cells grading may leave out (autograder/preprocessors.py).
 
 def test_cell_names_worked_examples():
-    from autograder.preprocessors import cell_names
+    from autograder.liveness import cell_names
 
     binds, kills, reads = cell_names("d = 128\nfig, ax = plt.subplots()\nax.plot([i * d for i in range(3)])\n")
     assert kills == {"d", "fig", "ax"} and binds == kills

@@ -1,0 +1,101 @@
+"""The grading process's channel to the student's kernel while nbgrader executes it (``autograder.verdict``).
+
+Each request is one silent execute request that calls ``autograder.agent.serve``: silent, so the notebook's
+``pre_run_cell``/``post_run_cell`` callbacks and display hook do not run and the execution count does not
+move. The reply is the first display data of type ``agent.MIME`` that the kernel publishes for that request.
+All requests of one test cell share one deadline (the cell timeout); past it the kernel is interrupted, and
+a kernel that does not come back, or dies, is reported as ``KernelLost``.
+"""
+
+from __future__ import annotations
+
+import queue
+import time
+
+from jupyter_core.utils import ensure_async, run_sync
+
+from .agent import MIME
+from .verdict import Channel, ChannelFailure, KernelLost
+
+MAX_MESSAGE_BYTES = 256 << 20  # everything one request may send back before the grader stops reading
+INTERRUPT_GRACE = 10.0  # seconds a kernel gets to come back after the interrupt sent at the deadline
+
+
+def _size(msg: dict) -> int:
+    content = msg.get("content", {})
+    size = len(content.get("text", "") or "")
+    for value in (content.get("data") or {}).values():
+        size += len(value) if isinstance(value, str) else 1000
+    return size
+
+
+class KernelChannel(Channel):
+    """Requests to the kernel of a running nbclient ``client`` (nbgrader's Execute step)."""
+
+    def __init__(self, client, seconds: float):
+        self.client, self.deadline = client, time.monotonic() + seconds
+        self.seconds, self.failed = seconds, None
+
+    def request(self, payload: str) -> str:
+        if self.failed is not None:  # one timeout or flood ends the cell's calls
+            raise self.failed
+        code = f"__import__('autograder.agent').agent.serve({payload!r})"
+        try:
+            return run_sync(self._request)(code)
+        except ChannelFailure as exc:
+            self.failed = exc
+            raise
+
+    async def _request(self, code: str) -> str:
+        kc = self.client.kc
+        msg_id = await ensure_async(kc.execute(code, silent=True, store_history=False, allow_stdin=False,
+                                               stop_on_error=False))
+        reply, error, used = None, None, 0
+        while True:
+            remaining = self.deadline - time.monotonic()
+            if remaining <= 0:
+                await self._interrupt(msg_id)
+                raise ChannelFailure(f"the notebook's code did not return within {self.seconds:g} s (the time "
+                                   "one test cell gets)")
+            try:
+                msg = await ensure_async(kc.get_iopub_msg(timeout=min(remaining, 2.0)))
+            except queue.Empty:
+                if not await ensure_async(self.client.km.is_alive()):
+                    raise KernelLost("the kernel died while the tests called the notebook's code") from None
+                continue
+            if msg.get("parent_header", {}).get("msg_id") != msg_id:
+                continue
+            used += _size(msg)
+            if used > MAX_MESSAGE_BYTES:
+                await self._interrupt(msg_id)
+                raise ChannelFailure(f"the notebook's code sent more than {MAX_MESSAGE_BYTES >> 20} MB of output")
+            kind, content = msg.get("msg_type"), msg.get("content", {})
+            if kind == "status" and content.get("execution_state") == "idle":
+                break
+            if kind == "display_data" and reply is None and isinstance(content.get("data", {}).get(MIME), str):
+                reply = content["data"][MIME]
+            elif kind == "error" and error is None:
+                error = f"{content.get('ename', '')}: {content.get('evalue', '')}"[:500]
+        if reply is None:
+            raise ChannelFailure("the notebook's kernel did not answer the grader's call"
+                               + (f" ({error})" if error else "") +
+                               ": code in the notebook changed or blocked what the grader runs")
+        return reply
+
+    async def _interrupt(self, msg_id: str) -> None:
+        """Interrupt the kernel and wait for it to finish the request; KernelLost if it does not."""
+        kc, km = self.client.kc, self.client.km
+        try:
+            await ensure_async(km.interrupt_kernel())
+        except Exception as exc:  # a kernel that cannot be interrupted is as good as lost
+            raise KernelLost(f"the kernel could not be interrupted ({exc})") from None
+        end = time.monotonic() + INTERRUPT_GRACE
+        while time.monotonic() < end:
+            try:
+                msg = await ensure_async(kc.get_iopub_msg(timeout=1.0))
+            except queue.Empty:
+                continue
+            if (msg.get("parent_header", {}).get("msg_id") == msg_id and msg.get("msg_type") == "status"
+                    and msg.get("content", {}).get("execution_state") == "idle"):
+                return
+        raise KernelLost(f"the kernel ignored the interrupt sent after {self.seconds:g} s")

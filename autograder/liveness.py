@@ -1,0 +1,157 @@
+"""Which names a notebook cell reads and binds in the global scope: a liveness analysis over its syntax tree.
+
+Grading uses it twice: ``GuardedExecute`` leaves out display-only demo cells whose names no later cell
+reads, and ``autograder.verdict`` finds the names a test cell takes from the student's notebook.
+"""
+
+from __future__ import annotations
+
+import ast
+
+
+class _Scope(ast.NodeVisitor):
+    """Names a statement reads from and binds in the notebook's global scope. Reads inside functions,
+    lambdas and comprehensions count (when called, they read globals) minus the names those scopes bind
+    themselves (parameters, local assignments, loop variables); their local bindings do not count."""
+
+    def __init__(self):
+        self.loads, self.stores = set(), set()
+
+    def visit_Name(self, node):
+        (self.loads if isinstance(node.ctx, ast.Load) else self.stores).add(node.id)
+
+    def _inner(self, nodes, params=()):
+        """A nested scope (function, lambda, class or comprehension body): only its reads of globals count."""
+        inner = _Scope()
+        for node in nodes:
+            inner.visit(node)
+        self.loads |= inner.loads - inner.stores - set(params)
+
+    def visit_FunctionDef(self, node):
+        for default in node.args.defaults + [d for d in node.args.kw_defaults if d is not None]:
+            self.visit(default)
+        for decorator in node.decorator_list:
+            self.visit(decorator)
+        params = [a.arg for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs]
+        params += [a.arg for a in (node.args.vararg, node.args.kwarg) if a is not None]
+        self._inner(node.body, params)
+        self.stores.add(node.name)
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_ClassDef(self, node):
+        for expr in node.bases + node.decorator_list + [k.value for k in node.keywords]:
+            self.visit(expr)
+        self._inner(node.body)
+        self.stores.add(node.name)
+
+    def visit_Lambda(self, node):
+        self._inner(ast.iter_child_nodes(node),
+                    [a.arg for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs])
+
+    def _comprehension(self, node):
+        self._inner(ast.iter_child_nodes(node))
+
+    visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = _comprehension
+
+    def visit_Import(self, node):
+        self.stores.update(_import_names(node))
+
+    visit_ImportFrom = visit_Import
+
+    def visit_Global(self, node):
+        self.stores.update(node.names)
+
+
+def _import_names(node) -> set[str]:
+    """The names an import statement binds (``import a.b`` binds ``a``)."""
+    return {(a.asname or a.name).split(".")[0] for a in node.names}
+
+
+def _target_names(target) -> set[str]:
+    names, todo = set(), [target]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.Name):
+            names.add(node.id)
+        elif isinstance(node, (ast.Tuple, ast.List)):
+            todo.extend(node.elts)
+        elif isinstance(node, ast.Starred):
+            todo.append(node.value)
+    return names
+
+
+def _kills(stmt) -> set[str]:
+    """Names a top-level statement always rebinds (so their earlier values are not needed after it)."""
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {stmt.name}
+    if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+        return _import_names(stmt)
+    if isinstance(stmt, ast.Assign):
+        return set().union(*(_target_names(t) for t in stmt.targets))
+    if isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+        return _target_names(stmt.target)
+    return set()
+
+
+def _loads(nodes, killed) -> tuple[set[str], set[str]]:
+    scope = _Scope()
+    for node in nodes:
+        scope.visit(node)
+    return scope.loads - killed, scope.stores
+
+
+def _block(stmts, killed: set[str]) -> tuple[set[str], set[str], set[str]]:
+    """``(binds, kills, reads)`` of a list of statements run in order, given the names already rebound
+    before it. A loop's or an ``if``'s body may not run, so what it rebinds is not a kill after it; inside
+    the body, a name rebound earlier in the same pass is not read from outside."""
+    binds, kills, reads = set(), set(), set()
+    for stmt in stmts:
+        done = killed | kills
+        if isinstance(stmt, (ast.For, ast.AsyncFor)):
+            head_reads, _ = _loads([stmt.iter], done)
+            target = _target_names(stmt.target)
+            parts = [_block(stmt.body, done | target), _block(stmt.orelse, done)]
+            binds |= target
+        elif isinstance(stmt, ast.While):
+            head_reads, _ = _loads([stmt.test], done)
+            parts = [_block(stmt.body, done), _block(stmt.orelse, done)]
+        elif isinstance(stmt, ast.If):
+            head_reads, _ = _loads([stmt.test], done)
+            parts = [_block(stmt.body, done), _block(stmt.orelse, done)]
+        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+            head_reads, _ = _loads([item.context_expr for item in stmt.items], done)
+            target = set().union(*(_target_names(i.optional_vars) for i in stmt.items if i.optional_vars))
+            body = _block(stmt.body, done | target)
+            parts = [body]
+            binds |= target
+            kills |= target | body[1]  # a with's body runs (or the cell stops with an error)
+        elif isinstance(stmt, ast.Try):
+            head_reads = set()
+            parts = [_block(stmt.body, done), _block(stmt.orelse, done), _block(stmt.finalbody, done)]
+            parts += [_block(h.body, done | ({h.name} if h.name else set())) for h in stmt.handlers]
+            parts += [(set(), set(), _loads([h.type], done)[0]) for h in stmt.handlers if h.type]
+        else:
+            head_reads, stores = _loads([stmt], done)
+            binds |= stores
+            kills |= _kills(stmt)
+            reads |= head_reads
+            continue
+        reads |= head_reads
+        for part_binds, _, part_reads in parts:
+            binds |= part_binds
+            reads |= part_reads
+    return binds, kills, reads
+
+
+def cell_names(source: str) -> tuple[set[str], set[str], set[str]] | None:
+    """``(binds, kills, reads)`` of a cell in the global scope: every name it may bind, the names it always
+    rebinds, and the names it may read before rebinding them; None if the cell cannot be parsed. IPython
+    syntax (magics, ``!``) is translated first."""
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    try:
+        tree = ast.parse(TransformerManager().transform_cell(source))
+    except (SyntaxError, ValueError):
+        return None
+    return _block(tree.body, set())

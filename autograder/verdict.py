@@ -1,0 +1,217 @@
+"""Test verdicts decided in the grading process, from values, never from what the student's kernel reports.
+
+nbgrader scores a test cell from the outputs the student's kernel sends back, and that kernel has run the
+student's code first: an input transformer, a custom exception handler or a display hook registered by a
+solution cell can make every later test cell look passed. So while autograding, each test cell is also run
+here, in the grading process, from the instructor's source (visible and hidden tests):
+
+* the setup cell's imports are the grader's own numpy, posenc and checks;
+* each name the test reads from the notebook (the student's functions, classes and answer variables) is a
+  stand-in: a value the kernel sent as data, or ``RemoteFunction``, which sends its arguments to the kernel
+  (``autograder.agent``), calls the student's function there, and returns the value it got back
+  (``autograder.wire``: data only);
+* functions the test marks ``@checks.kernel`` are shipped to the kernel as source and run there;
+* references that the test blocks with ``checks.without`` are blocked in the kernel too during the call;
+* hidden tests draw their cases from ``checks.rng`` salted per submission.
+
+Every assertion, every comparison and every reference value is computed here. A cell passes when its source
+runs to the end without an exception; the kernel can only influence the values it returns for inputs it
+sees at grading time. ``judge`` returns the ``Verdict``; ``autograder.preprocessors.GuardedExecute`` turns it
+into the cell's outputs that nbgrader scores.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import hashlib
+import hmac
+from dataclasses import dataclass
+
+from . import checks, wire
+from .liveness import cell_names
+
+BEGIN_HIDDEN, END_HIDDEN = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
+
+
+class StudentError(Exception):
+    """The student's code raised an exception of a type that is not a Python built-in (or a control one)."""
+
+
+class ChannelFailure(BaseException):
+    """The kernel did not answer a call as the protocol requires (no reply, an unreadable one, too late).
+    A BaseException, so that a test's ``except Exception`` (written for the student's own errors) cannot
+    take it for an answer: it always ends the test cell, failed."""
+
+
+class KernelLost(ChannelFailure):
+    """The kernel died or ignored the interrupt: later cells cannot run either."""
+
+
+@dataclass
+class Verdict:
+    passed: bool
+    stage: str = ""  # where it failed: "visible" or "hidden"
+    ename: str = ""
+    message: str = ""
+    lost: bool = False  # the kernel is gone: later cells cannot run
+
+
+def split_hidden(source: str) -> tuple[str, str]:
+    """(visible tests, hidden tests): the lines outside and inside the BEGIN/END HIDDEN TESTS markers."""
+    visible, hidden, inside = [], [], False
+    for line in source.splitlines():
+        if BEGIN_HIDDEN in line:
+            inside = True
+        elif END_HIDDEN in line:
+            inside = False
+        else:
+            (hidden if inside else visible).append(line)
+    return "\n".join(visible) + "\n", "\n".join(hidden) + "\n"
+
+
+def _is_kernel_decorator(node) -> bool:
+    return (isinstance(node, ast.Attribute) and node.attr == "kernel" and isinstance(node.value, ast.Name)
+            and node.value.id == "checks")
+
+
+def kernel_functions(source: str) -> dict[str, str]:
+    """{name: source to run in the kernel} of the functions a test cell marks ``@checks.kernel``: the
+    function without its decorator, after the cell's other top-level functions it calls (transitively), so
+    that a builder shared by the kernel side and the checks is written once."""
+    tree = ast.parse(source)
+    plain, marked = {}, {}
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef):
+            if any(_is_kernel_decorator(d) for d in node.decorator_list):
+                marked[node.name] = node
+            else:
+                plain[node.name] = node
+    for node in ast.walk(tree):  # marked functions nested in loops or other functions
+        if isinstance(node, ast.FunctionDef) and any(_is_kernel_decorator(d) for d in node.decorator_list):
+            marked.setdefault(node.name, node)
+
+    def needs(node, seen):
+        for name in sorted({n.id for n in ast.walk(node) if isinstance(n, ast.Name)}):
+            if name in plain and name not in seen:
+                seen.append(name)
+                needs(plain[name], seen)
+        return seen
+
+    found = {}
+    for name, node in marked.items():
+        bare = ast.FunctionDef(**{**{f: getattr(node, f) for f in node._fields}, "decorator_list": []})
+        helpers = [ast.unparse(plain[h]) for h in reversed(needs(node, []))]
+        found[name] = "\n\n".join(helpers + [ast.unparse(ast.fix_missing_locations(bare))])
+    return found
+
+
+def notebook_names(source: str, setup: list[str]) -> list[str]:
+    """The names a test cell reads from the notebook: not bound by the cell, the setup imports or Python,
+    and not read only inside ``@checks.kernel`` functions (those run in the kernel, where they are defined)."""
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and any(_is_kernel_decorator(d) for d in node.decorator_list):
+            node.body = [ast.Pass()]
+    names = cell_names(ast.unparse(tree))
+    imported = set()
+    for line in setup:
+        imported |= cell_names(line)[0]
+    if names is None:
+        return []
+    binds, _, reads = names
+    return sorted(reads - imported - set(dir(builtins)))
+
+
+def salt_for(secret: bytes, student: str, assignment: str, grade_id: str) -> int:
+    """The per-submission salt of a test cell's hidden cases: secret to the grader, the same on re-grading."""
+    digest = hmac.new(secret, f"{student}\0{assignment}\0{grade_id}".encode(), hashlib.sha256).digest()
+    return int.from_bytes(digest[:8], "big")
+
+
+_SAFE_ERRORS = {name for name in dir(builtins) if isinstance(getattr(builtins, name), type)
+                and issubclass(getattr(builtins, name), Exception)}
+
+
+def _student_exception(reply: dict) -> Exception:
+    """The student's exception, rebuilt: a Python built-in type when it was one, else StudentError."""
+    name, message = str(reply.get("type", "Exception")), str(reply.get("message", ""))
+    if reply.get("module") == "builtins" and name in _SAFE_ERRORS:
+        return getattr(builtins, name)(message)
+    return StudentError(f"{name}: {message}")
+
+
+class Channel:
+    """What the grading process needs from the student's kernel: send a request, get the reply text."""
+
+    def request(self, payload: str) -> str:  # pragma: no cover - an interface
+        raise NotImplementedError
+
+
+def ask(channel: Channel, request: dict):
+    """Send one request through ``channel`` and return the value the student's code produced (or raise its
+    exception). A reply that is not a well-formed reply is a ChannelFailure."""
+    text = channel.request(wire.dumps(request))
+    try:
+        reply = wire.loads(text)
+    except wire.WireError as exc:
+        raise ChannelFailure(f"the notebook's answer could not be read: {exc}") from None
+    if not isinstance(reply, dict) or "ok" not in reply:
+        raise ChannelFailure("the notebook's answer could not be read: not a reply")
+    if reply["ok"] is True:
+        return reply.get("value")
+    raise _student_exception(reply)
+
+
+class RemoteFunction:
+    """Stands for the notebook's function or class ``name``: a call runs it in the student's kernel."""
+
+    def __init__(self, channel: Channel, name: str, source: str | None = None):
+        self._channel, self.__name__, self._source = channel, name, source
+
+    def __call__(self, *args, **kwargs):
+        request = {"op": "run" if self._source else "call", "name": self.__name__, "args": list(args),
+                   "kwargs": kwargs, "blocked": checks.blocked_now()}
+        if self._source:
+            request["source"] = self._source
+        return ask(self._channel, request)
+
+    def __repr__(self):
+        return f"<the notebook's {self.__name__}>"
+
+
+def judge(source: str, setup: list[str], channel: Channel, salt: int | None) -> Verdict:
+    """Run a test cell's visible then hidden tests in this process against the student's kernel."""
+    visible, hidden = split_hidden(source)
+    shipped = kernel_functions(source)
+    namespace = {"__name__": "__grader__", "__builtins__": builtins}
+    exec(compile("\n".join(setup) + "\n", "<setup imports>", "exec"), namespace)
+    stage = "visible"
+    try:
+        names = notebook_names(source, setup)
+        described = ask(channel, {"op": "describe", "names": names}) if names else {}
+        if not isinstance(described, dict):
+            raise ChannelFailure("the notebook's answer could not be read: not a description")
+        for name in names:
+            entry = described.get(name)
+            kind = entry.get("kind") if isinstance(entry, dict) else None
+            if kind == "data":
+                namespace[name] = entry.get("value")
+            elif kind == "callable":
+                namespace[name] = RemoteFunction(channel, name)
+        checks._KERNEL = lambda fn: RemoteFunction(channel, fn.__name__, shipped[fn.__name__])
+        exec(compile(visible, "<visible tests>", "exec"), namespace)
+        stage = "hidden"
+        checks._SALT = salt
+        exec(compile(hidden, "<hidden tests>", "exec"), namespace)
+    except KernelLost as exc:
+        return Verdict(False, stage, "KernelLost", str(exc), lost=True)
+    except ChannelFailure as exc:
+        return Verdict(False, stage, "NoAnswer", str(exc))
+    except Exception as exc:
+        return Verdict(False, stage, type(exc).__name__, str(exc))
+    finally:
+        checks._KERNEL = checks._SALT = None
+        checks._ACTIVE.clear()
+    return Verdict(True)
+

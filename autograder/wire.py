@@ -1,0 +1,184 @@
+"""Values on the wire between the grading process and a student's kernel: JSON with tagged types, no pickle.
+
+The grading process decides a test's verdict from the *values* the student's code returned, so those values
+cross from a hostile process into a trusted one. Decoding must therefore build nothing but inert data:
+numbers, strings, booleans, None, lists, tuples, dicts, NumPy arrays and scalars of numeric dtypes, and torch
+tensors (rebuilt from their bytes). Anything else arrives as ``Unsupported`` (its type name and a short
+repr), which the checks reject with a message naming the type. Payloads larger than ``MAX_BYTES`` or
+nested deeper than ``MAX_DEPTH`` are refused with ``WireError``.
+
+Used on both sides: ``autograder.agent`` (inside the sandbox) encodes results and decodes arguments;
+``autograder.verdict`` (the grading process) does the opposite.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import sys
+
+import numpy as np
+
+MAX_BYTES = 64 << 20  # one encoded value
+MAX_DEPTH = 64  # lists, tuples and dicts inside each other
+_DTYPES = {"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+           "float16", "float32", "float64", "complex64", "complex128"}
+_TORCH_DTYPES = {"bool", "int8", "int16", "int32", "int64", "uint8", "float16", "bfloat16", "float32",
+                 "float64", "complex64", "complex128"}
+
+
+class WireError(ValueError):
+    """A payload that is not a value this protocol carries (too large, too deep, malformed)."""
+
+
+class Unsupported:
+    """Stands for a value of a type the wire does not carry (a function, a module, a custom object)."""
+
+    def __init__(self, type_name: str, text: str):
+        self.type_name, self.text = str(type_name)[:100], str(text)[:200]
+
+    def __repr__(self):
+        return f"<{self.type_name}: {self.text}>"
+
+
+def _array(arr: np.ndarray) -> dict:
+    arr = np.array(arr, order="C", copy=True)  # (ascontiguousarray would turn a 0-d array into 1-d)
+    return {"$": "ndarray", "dtype": arr.dtype.name, "shape": list(arr.shape),
+            "data": base64.b64encode(arr.tobytes()).decode("ascii")}
+
+
+def _encode(value, depth: int):
+    if depth > MAX_DEPTH:
+        raise WireError(f"values nested more than {MAX_DEPTH} levels deep")
+    if isinstance(value, np.ndarray) and value.dtype.name in _DTYPES:
+        return _array(value)
+    if isinstance(value, np.generic) and value.dtype.name in _DTYPES:  # (np.float64 is also a float)
+        return {**_array(np.asarray(value)), "$": "npscalar"}
+    if value is None or isinstance(value, (bool, str)):
+        return str(value) if isinstance(value, str) else value
+    if isinstance(value, int):
+        return {"$": "int", "text": int.__repr__(value)}  # JSON numbers lose big ints in other parsers: keep exact
+    if isinstance(value, float):
+        return {"$": "float", "text": float.__repr__(value)}  # nan and inf included
+    if isinstance(value, complex):
+        return {"$": "complex", "re": float.__repr__(value.real), "im": float.__repr__(value.imag)}
+    torch = sys.modules.get("torch")  # (a tensor exists only if torch was imported)
+    if torch is not None and isinstance(value, torch.Tensor):
+        name = str(value.dtype).removeprefix("torch.")
+        if name in _TORCH_DTYPES:
+            plain = value.detach().cpu()
+            array = (plain.float() if name == "bfloat16" else plain).numpy()
+            return {**_array(array), "$": "tensor", "array_dtype": array.dtype.name, "dtype": name,
+                    "requires_grad": bool(value.requires_grad)}
+    if isinstance(value, (list, range)):
+        return [_encode(v, depth + 1) for v in value]
+    if isinstance(value, tuple):
+        return {"$": "tuple", "items": [_encode(v, depth + 1) for v in value]}
+    if isinstance(value, dict):
+        return {"$": "dict", "items": [[_encode(k, depth + 1), _encode(v, depth + 1)] for k, v in value.items()]}
+    if isinstance(value, Unsupported):
+        return {"$": "unsupported", "type": value.type_name, "text": value.text}
+    try:
+        text = repr(value)
+    except Exception:  # a repr that raises is still only a type name to report
+        text = "?"
+    return {"$": "unsupported", "type": type(value).__name__, "text": text[:200]}
+
+
+def dumps(value) -> str:
+    """``value`` as JSON text (types outside the protocol become ``Unsupported``)."""
+    text = json.dumps(_encode(value, 0), allow_nan=False)
+    if len(text) > MAX_BYTES:
+        raise WireError(f"the value is larger than {MAX_BYTES >> 20} MB")
+    return text
+
+
+def _raw_array(obj: dict, dtype: str) -> np.ndarray:
+    if dtype not in _DTYPES:
+        raise WireError(f"dtype {dtype!r} is not carried")
+    shape = obj.get("shape")
+    if not isinstance(shape, list) or len(shape) > 32 or not all(isinstance(n, int) and n >= 0 for n in shape):
+        raise WireError("malformed array shape")
+    data = base64.b64decode(obj.get("data", ""), validate=True)
+    count = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    if count * np.dtype(dtype).itemsize != len(data):
+        raise WireError("array data does not match its shape")
+    return np.frombuffer(data, dtype=dtype).reshape(shape).copy()
+
+
+def _number(text, kind):
+    if not isinstance(text, str) or len(text) > 5000:
+        raise WireError(f"malformed {kind}")
+    return kind(text)
+
+
+def _decode(obj, depth: int):
+    if depth > MAX_DEPTH:
+        raise WireError(f"values nested more than {MAX_DEPTH} levels deep")
+    if obj is None or isinstance(obj, (bool, str, int, float)):
+        return obj
+    if isinstance(obj, list):
+        return [_decode(v, depth + 1) for v in obj]
+    if not isinstance(obj, dict):
+        raise WireError(f"unexpected {type(obj).__name__}")
+    tag = obj.get("$")
+    if tag == "int":
+        return _number(obj.get("text"), int)
+    if tag == "float":
+        return _number(obj.get("text"), float)
+    if tag == "complex":
+        return complex(_number(obj.get("re"), float), _number(obj.get("im"), float))
+    if tag == "ndarray":
+        return _raw_array(obj, obj.get("dtype"))
+    if tag == "npscalar":
+        return _raw_array(obj, obj.get("dtype"))[()]
+    if tag == "tensor":
+        import torch
+
+        name = obj.get("dtype")
+        if name not in _TORCH_DTYPES:
+            raise WireError(f"tensor dtype {name!r} is not carried")
+        tensor = torch.from_numpy(_raw_array(obj, obj.get("array_dtype")))
+        return tensor.to(getattr(torch, name)).requires_grad_(bool(obj.get("requires_grad")) and
+                                                              tensor.is_floating_point())
+    if tag == "tuple":
+        return tuple(_decode(v, depth + 1) for v in _items(obj))
+    if tag == "dict":
+        out = {}
+        for pair in _items(obj):
+            if not isinstance(pair, list) or len(pair) != 2:
+                raise WireError("malformed dict entry")
+            key = _decode(pair[0], depth + 1)
+            try:
+                out[key] = _decode(pair[1], depth + 1)
+            except TypeError:  # an unhashable key
+                raise WireError("a dict key that is not hashable") from None
+        return out
+    if tag == "unsupported":
+        return Unsupported(obj.get("type", "?"), obj.get("text", ""))
+    raise WireError(f"unknown tag {str(tag)[:40]!r}")
+
+
+def _items(obj) -> list:
+    items = obj.get("items")
+    if not isinstance(items, list):
+        raise WireError("malformed container")
+    return items
+
+
+def loads(text) -> object:
+    """The value encoded in ``text``; ``WireError`` for anything that is not a well-formed payload."""
+    if not isinstance(text, str):
+        raise WireError(f"a payload must be text, got {type(text).__name__}")
+    if len(text) > MAX_BYTES:
+        raise WireError(f"the payload is larger than {MAX_BYTES >> 20} MB")
+    try:
+        obj = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise WireError(f"not JSON ({type(exc).__name__})") from None
+    try:
+        return _decode(obj, 0)
+    except WireError:
+        raise
+    except (ValueError, TypeError, OverflowError, RecursionError, MemoryError) as exc:
+        raise WireError(f"malformed value ({type(exc).__name__}: {str(exc)[:100]})") from None

@@ -1,0 +1,237 @@
+"""Verdicts decided in the grading process (autograder/verdict.py, wire.py, agent.py, process_channel.py).
+
+The wire carries values only and refuses anything else; a test cell's verdict comes from running its source
+here against what the notebook returns; a channel that forges replies (any value, garbage, nothing) fails
+every test cell of every chapter; the model solutions pass every test cell with hidden cases drawn from
+random salts. The same machinery through a real sandboxed kernel is in tests/test_autograder_class.py.
+"""
+
+from __future__ import annotations
+
+import json
+
+import nbformat
+import numpy as np
+import pytest
+
+from autograder import checks, course, verdict, wire
+from autograder.preprocessors import demo_cells_to_skip, setup_imports
+from autograder.process_channel import ProcessChannel
+
+CHAPTERS = course.assignments()
+
+
+def chapter_parts(name):
+    """(setup imports, notebook cell sources a model student runs, {grade_id: test source})."""
+    nb = nbformat.read(course.SOLUTIONS / name / f"{name}.ipynb", as_version=4)
+    skip = demo_cells_to_skip(nb)
+    setup = [c.source for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "setup"]
+    sources, tests = [], {}
+    for index, cell in enumerate(nb.cells):
+        meta = cell.metadata.get("nbgrader", {})
+        if cell.cell_type != "code" or index in skip:
+            continue
+        if meta.get("grade") and not meta.get("solution"):
+            tests[meta["grade_id"]] = cell.source
+        else:
+            sources.append(cell.source)
+    return setup_imports(setup), sources, tests
+
+
+# -- the wire ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("value", [
+    None, True, False, 0, -7, 10**40, 1.5, float("inf"), 2 - 3j, "text", [1, [2.0, None]], (1, (2,)),
+    {"a": 1, 2: (3,)}, np.arange(6).reshape(2, 3), np.zeros((0, 4)), np.array([True, False]),
+    np.float32(1.25), np.int64(3), np.bool_(True), np.array(2.0), np.ones(3, dtype=np.complex128)])
+def test_wire_round_trip_keeps_value_and_type(value):
+    back = wire.loads(wire.dumps(value))
+    assert type(back) is type(value)
+    if isinstance(value, (np.ndarray, np.generic)):
+        assert back.dtype == value.dtype and back.shape == np.shape(value)
+        np.testing.assert_array_equal(back, value)
+    elif isinstance(value, float) and np.isnan(value):
+        assert np.isnan(back)
+    else:
+        assert back == value
+
+
+def test_wire_carries_tensors_with_their_dtype():
+    torch = pytest.importorskip("torch")
+    for t in (torch.arange(4.0), torch.zeros(2, 3, dtype=torch.float64), torch.tensor([1, 2]),
+              torch.ones(2, dtype=torch.bfloat16)):
+        back = wire.loads(wire.dumps(t))
+        assert isinstance(back, torch.Tensor) and back.dtype == t.dtype and torch.equal(back, t)
+
+
+def test_wire_turns_other_objects_into_inert_stand_ins():
+    back = wire.loads(wire.dumps([print, object(), np.array(["a"], dtype=object)]))
+    assert all(isinstance(b, wire.Unsupported) for b in back)
+    assert back[0].type_name == "builtin_function_or_method"
+    with pytest.raises(AssertionError, match="should be numbers.*builtin_function_or_method"):
+        checks.close(back[0], 1.0, "the answer")
+
+
+@pytest.mark.parametrize("payload, words", [
+    ("[" * 5000 + "]" * 5000, "not JSON|nested"),
+    (json.dumps({"$": "ndarray", "dtype": "object", "shape": [1], "data": ""}), "dtype"),
+    (json.dumps({"$": "ndarray", "dtype": "float64", "shape": [3], "data": "AAAA"}), "does not match"),
+    (json.dumps({"$": "ndarray", "dtype": "float64", "shape": [1], "data": "!!"}), "malformed"),
+    (json.dumps({"$": "pickle", "data": "gASVBQAAAAAAAACMAWGULg=="}), "unknown tag"),
+    (json.dumps({"$": "int", "text": "1" * 10000}), "malformed"),
+    (json.dumps({"$": "dict", "items": [[[1], 2]]}), "hashable"),
+    ("{not json", "not JSON"),
+])
+def test_wire_refuses_malformed_payloads_with_a_reason(payload, words):
+    with pytest.raises(wire.WireError, match=words):
+        wire.loads(payload)
+
+
+def test_wire_refuses_payloads_past_its_limits(monkeypatch):
+    monkeypatch.setattr(wire, "MAX_BYTES", 1000)
+    with pytest.raises(wire.WireError, match="larger than"):
+        wire.loads("[" + "1," * 600 + "1]")
+    with pytest.raises(wire.WireError, match="nested"):
+        wire.dumps(eval("[" * 70 + "]" * 70))
+
+
+# -- reading a test cell ------------------------------------------------------------------------------------
+
+CELL = '''def helper(x):
+    return x + 1
+
+
+@checks.kernel
+def probe(n):
+    return helper(student_fn(n)) + other_student_value
+
+
+got = probe(2)
+assert student_value == 3, "message"
+### BEGIN HIDDEN TESTS
+r = checks.rng(5)
+assert hidden_name(r.integers(9)) > 0
+### END HIDDEN TESTS
+'''
+
+
+def test_a_test_cell_splits_into_visible_and_hidden_tests():
+    visible, hidden = verdict.split_hidden(CELL)
+    assert "HIDDEN" not in visible + hidden
+    assert "hidden_name" in hidden and "hidden_name" not in visible and "student_value" in visible
+
+
+def test_kernel_functions_ship_with_the_helpers_they_call():
+    shipped = verdict.kernel_functions(CELL)
+    assert list(shipped) == ["probe"]
+    assert shipped["probe"].index("def helper") < shipped["probe"].index("def probe")
+    assert "@checks.kernel" not in shipped["probe"]
+
+
+def test_notebook_names_skip_what_runs_in_the_kernel():
+    names = verdict.notebook_names(CELL, ["import numpy as np", "from autograder import checks"])
+    assert names == ["hidden_name", "student_value"]
+
+
+def test_hidden_cases_are_salted_per_submission():
+    draws = {}
+    for salt in (None, 1, 2):
+        checks._SALT = salt
+        try:
+            draws[salt] = checks.rng(7).integers(10**9)
+        finally:
+            checks._SALT = None
+    assert draws[None] == np.random.default_rng(7).integers(10**9)
+    assert len(set(draws.values())) == 3
+    key = b"k" * 32
+    assert verdict.salt_for(key, "ada", "01", "t") == verdict.salt_for(key, "ada", "01", "t")
+    assert verdict.salt_for(key, "ada", "01", "t") != verdict.salt_for(key, "bob", "01", "t")
+
+
+# -- forged replies fail every test cell ------------------------------------------------------------------
+
+class Forger(verdict.Channel):
+    """Answers every request with the same reply text, whatever was asked."""
+
+    def __init__(self, reply: str):
+        self.reply = reply
+
+    def request(self, payload):
+        return self.reply
+
+
+FORGERIES = {
+    "always None": wire.dumps({"ok": True, "value": None}),
+    "always True": wire.dumps({"ok": True, "value": True}),
+    "always 1.0": wire.dumps({"ok": True, "value": 1.0}),
+    "always a string": wire.dumps({"ok": True, "value": "full marks"}),
+    "always an empty list": wire.dumps({"ok": True, "value": []}),
+    "always an error": wire.dumps({"ok": False, "type": "AssertionError", "module": "builtins", "message": "x"}),
+    "a control exception": wire.dumps({"ok": False, "type": "SystemExit", "module": "builtins", "message": ""}),
+    "garbage": "}}{{",
+    "a pickle": json.dumps({"$": "pickle", "data": "gASVBQAAAAAAAACMAWGULg=="}),
+    "no ok field": wire.dumps({"value": 1}),
+}
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_forged_replies_fail_every_test_cell(name):
+    setup, _, tests = chapter_parts(name)
+    for gid, source in tests.items():
+        for forgery, text in FORGERIES.items():
+            decided = verdict.judge(source, setup, Forger(text), salt=1)
+            assert not decided.passed, f"{name} {gid} passed on forged replies: {forgery}"
+            assert decided.message or decided.ename
+
+
+class DescribesThenForges(verdict.Channel):
+    """Says every name the test reads is a callable, then answers every call with ``value``."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def request(self, payload):
+        request = wire.loads(payload)
+        if request["op"] == "describe":
+            return wire.dumps({"ok": True, "value": {n: {"kind": "callable"} for n in request["names"]}})
+        return wire.dumps({"ok": True, "value": self.value})
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_constant_answers_to_every_call_fail_every_test_cell(name):
+    setup, _, tests = chapter_parts(name)
+    for gid, source in tests.items():
+        for value in (None, 0.0, 1.0, True, np.zeros(3), {"shapes": []}):
+            assert not verdict.judge(source, setup, DescribesThenForges(value), salt=3).passed, (
+                f"{name} {gid} passed with every call answered {value!r}")
+
+
+# -- the model solutions pass, whatever the salt --------------------------------------------------------------
+
+def _model_solutions_pass(name, salts):
+    setup, sources, tests = chapter_parts(name)
+    with ProcessChannel(sources, cwd=course.SOLUTIONS / name) as channel:
+        for gid, source in tests.items():
+            for salt in salts:
+                decided = verdict.judge(source, setup, channel, salt)
+                assert decided.passed, f"{name} {gid} with salt {salt}: {decided.ename}: {decided.message}"
+
+
+def test_model_solutions_pass_with_salted_hidden_cases_numpy_chapter():
+    _model_solutions_pass("02_sinusoidal", [None, 11, 12])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_model_solutions_pass_with_salted_hidden_cases(name):
+    rng = np.random.default_rng()
+    _model_solutions_pass(name, [None] + [int(s) for s in rng.integers(0, 2**62, size=3)])
+
+
+def test_a_lost_process_is_a_failed_verdict_not_a_crash():
+    setup, sources, tests = chapter_parts("02_sinusoidal")
+    channel = ProcessChannel(sources, cwd=course.SOLUTIONS / "02_sinusoidal")
+    channel.proc.kill()
+    channel.proc.wait()
+    decided = verdict.judge(tests["test_pe_table"], setup, channel, salt=1)
+    assert not decided.passed and decided.lost
