@@ -26,7 +26,10 @@ from pathlib import Path
 from . import course
 
 ROOT = course.ROOT
-STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@+-]*$")
+# Matched with fullmatch: `$` alone would accept a trailing newline in a folder name.
+STUDENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@+-]*")
+# A handed-in notebook larger than this is refused before it is read (outputs or data left in it).
+MAX_NOTEBOOK_BYTES = 50 * 2**20
 # nbgrader runs `alembic` (its database migrations) as a program: make this environment's bin/ findable
 # even when Python was started without activating the virtualenv (as `make` does).
 _BIN = str(Path(sys.executable).parent)
@@ -110,45 +113,143 @@ class Submission:
 
 
 def notebook_problem(path: Path) -> str | None:
-    """Why nbgrader could not read this file as a notebook, in words; None if it can."""
+    """Why nbgrader could not read this file as a notebook, in words; None if it can.
+
+    Whatever the file holds, this returns a sentence and never raises: one student's file must not stop the
+    grading of the class (JSON nested a few thousand levels deep makes the json module raise RecursionError,
+    a huge integer literal ValueError, a huge file MemoryError)."""
     import nbformat
 
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        return f"cannot read {path.name}: {exc}"
+    text, problem = _read_notebook_text(path)
+    if problem:
+        return problem
     try:
         json.loads(text)
     except json.JSONDecodeError as exc:
         return f"{path.name} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); the file is corrupt"
+    except RecursionError:
+        return f"{path.name} is JSON nested too deeply to be a notebook"
+    except MemoryError:
+        return f"{path.name} is too large to read as JSON"
+    except ValueError as exc:  # e.g. an integer literal longer than Python converts
+        return f"{path.name} is not JSON a notebook can hold ({_first_line(exc)})"
     try:
         nb = nbformat.reads(text, as_version=4)
         nbformat.validate(nb)
+    except RecursionError:
+        return f"{path.name} is JSON nested too deeply to be a notebook"
+    except MemoryError:
+        return f"{path.name} is too large to read as a notebook"
     except Exception as exc:  # nbformat raises several types for a notebook it cannot read
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        return f"{path.name} is JSON but not a valid notebook ({first[:200]})"
+        return f"{path.name} is JSON but not a valid notebook ({_first_line(exc)})"
     return None
 
 
+def _read_notebook_text(path: Path) -> tuple[str, str | None]:
+    """The file's text, or why it cannot be read: too large (refused before reading it), unreadable, not UTF-8."""
+    limit = f"{MAX_NOTEBOOK_BYTES / 2**20:g} MiB"
+    try:
+        size = path.stat().st_size
+        if size > MAX_NOTEBOOK_BYTES:
+            return "", (f"{path.name} is {size / 2**20:.0f} MiB, over the {limit} a notebook may be (clear "
+                        "its outputs and hand it in again)")
+        with path.open("rb") as f:
+            data = f.read(MAX_NOTEBOOK_BYTES + 1)  # the file may have grown since stat
+    except OSError as exc:
+        return "", f"cannot read {path.name}: {exc.strerror or exc}"
+    except MemoryError:
+        return "", f"{path.name} is too large to read"
+    if len(data) > MAX_NOTEBOOK_BYTES:
+        return "", f"{path.name} is over the {limit} a notebook may be (clear its outputs and hand it in again)"
+    try:
+        return data.decode("utf-8"), None
+    except UnicodeDecodeError as exc:
+        return "", f"cannot read {path.name}: it is not UTF-8 text ({exc.reason} at byte {exc.start})"
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return (text.splitlines()[0] if text else type(exc).__name__)[:200]
+
+
+def _shown(name: str) -> str:
+    """A folder name as it can be printed on one line (quoted when it holds a newline or other control)."""
+    return name if name.isprintable() else repr(name)
+
+
+def _not_inside(path: Path, root: Path) -> str | None:
+    """Why path is not a real file or folder of the handed-in folder root (already resolved), in words;
+    None if it is. A symbolic link is refused wherever it points: `unzip` restores the links stored in a
+    zip, so `alice/01_why_position -> ../../solutions/01_why_position` would hand in the model solutions."""
+    if path.is_symlink():
+        try:
+            target = os.readlink(path)
+        except OSError:
+            target = "?"
+        return f"is a symbolic link (to {_shown(target)})"
+    try:
+        resolved = path.resolve(strict=True)
+    except (OSError, RuntimeError) as exc:
+        return f"cannot be read ({exc})"
+    if resolved != root and root not in resolved.parents:
+        return f"is outside the handed-in folder (it is {_shown(str(resolved))})"
+    return None
+
+
+def _refused(student: str, relative: str, path: Path, problem: str) -> str:
+    """The line for a student or chapter folder that is not a real folder of the handed-in one (a link that
+    leads nowhere is still called a folder: it stands where one should be)."""
+    kind = "file" if path.is_file() else "folder"
+    return f"{_shown(student)}: not graded: the {kind} {_shown(relative)} {problem}; hand in the notebook itself"
+
+
+def _visible_entries(folder: Path) -> list[Path]:
+    """The entries of a folder, hidden ones (.ipynb_checkpoints, .DS_Store) left out, sorted."""
+    return sorted(p for p in folder.iterdir() if not p.name.startswith("."))
+
+
 def find_submissions(folder: Path, assignments: list[str] | None = None) -> tuple[list[Submission], list[str]]:
-    """Every <student>/<chapter>/<chapter>.ipynb under folder; plus a message per entry that cannot be graded."""
-    folder = Path(folder)
-    if not folder.is_dir():
-        raise SystemExit(f"{folder} is not a folder (expected <student_id>/<chapter>/<chapter>.ipynb inside)")
+    """Every <student>/<chapter>/<chapter>.ipynb under folder; plus a message per entry that cannot be graded.
+
+    Submissions are files and nothing else: a student folder, chapter folder or notebook that is a symbolic
+    link, or that resolves outside the folder, is refused (with one line naming the student) before anything
+    is read or copied. The folder itself may be given through a link: it is resolved once, here."""
+    given = Path(folder)
+    if not given.is_dir():
+        raise SystemExit(f"{given} is not a folder (expected <student_id>/<chapter>/<chapter>.ipynb inside)")
+    root = given.resolve()
     known = course.assignments()
     found, errors = [], []
-    for student_dir in sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".")):
+    for student_dir in _visible_entries(root):
         student = student_dir.name
-        if not STUDENT_ID.match(student):
-            errors.append(f"{student}: not graded: a student id must be letters, digits and _ . @ + - "
-                          f"(rename the folder {student_dir})")
+        problem = _not_inside(student_dir, root)
+        if problem:
+            errors.append(_refused(student, student, student_dir, problem))
             continue
-        for chapter_dir in sorted(p for p in student_dir.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        if not student_dir.is_dir():
+            continue  # a stray file next to the student folders (an export's index, a zip)
+        if not STUDENT_ID.fullmatch(student):
+            errors.append(f"{_shown(student)}: not graded: a student id must be letters, digits and _ . @ + - "
+                          f"(rename the folder {_shown(str(given / student))})")
+            continue
+        try:
+            chapter_dirs = _visible_entries(student_dir)
+        except OSError as exc:
+            errors.append(f"{student}: not graded: cannot read the folder {student} ({exc.strerror or exc})")
+            continue
+        for chapter_dir in chapter_dirs:
             name = chapter_dir.name
             if assignments and name not in assignments:
                 continue
+            problem = _not_inside(chapter_dir, root)
+            if problem:
+                errors.append(_refused(student, f"{student}/{name}", chapter_dir, problem))
+                continue
+            if not chapter_dir.is_dir():
+                continue
             if name not in known:
-                errors.append(f"{student}: {name} is not an assignment of this course (known: {', '.join(known)})")
+                errors.append(f"{student}: {_shown(name)} is not an assignment of this course "
+                              f"(known: {', '.join(known)})")
                 continue
             sub = Submission(student, name, chapter_dir)
             if sub.notebook.is_symlink():
@@ -156,9 +257,13 @@ def find_submissions(folder: Path, assignments: list[str] | None = None) -> tupl
                               "(hand in the notebook itself)")
                 continue
             if not sub.notebook.is_file():
-                others = sorted(p.name for p in chapter_dir.glob("*.ipynb"))
+                others = sorted(_shown(p.name) for p in chapter_dir.glob("*.ipynb"))
                 hint = f"; found {', '.join(others)}: rename it to {name}.ipynb" if others else ""
                 errors.append(f"{student}: not graded: {name}/{name}.ipynb is missing{hint}")
+                continue
+            problem = _not_inside(sub.notebook, root)
+            if problem:
+                errors.append(f"{student}: {name} not graded: {name}.ipynb {problem}")
                 continue
             problem = notebook_problem(sub.notebook)
             if problem:
@@ -417,8 +522,38 @@ _NOTABLE = [
 ]
 
 
+def _where(cells: list[str]) -> str:
+    return ", ".join(cells) if len(cells) <= 2 else f"{cells[0]} and {len(cells) - 1} more cells"
+
+
+def verdict_notes(assignment: str, student: str, cfg) -> list[str]:
+    """Notes on test cells whose kernel-side result and the grader's own verdict disagree (read from the
+    verdicts GuardedExecute wrote): marked for review, since the kernel's side is what a forged grade changes."""
+    path = Path(cfg.GuardedExecute.verdict_dir) / student / f"{assignment}.json"
+    try:
+        decided = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return []
+    forged, refused = [], []
+    for gid, v in sorted(decided.items()):
+        visible_passed = v.get("grader") == "pass" or v.get("stage") == "hidden"
+        if v.get("kernel") == "pass" and not visible_passed:
+            forged.append(gid)
+        elif v.get("kernel") == "fail" and visible_passed:
+            refused.append(f"{gid} ({v.get('kernel_error', '').split(':')[0] or 'error'})")
+    notes = []
+    if forged:
+        notes.append(f"REVIEW {_where(forged)}: the notebook's own run passed tests the grader's run failed "
+                     "(code that hides failures?)")
+    if refused:
+        notes.append(f"REVIEW {_where(refused)}: the notebook's own run failed tests the grader's run passed "
+                     "(IPython hooks or replaced functions?)")
+    return notes
+
+
 def notes_for(assignment: str, student: str, cfg) -> list[str]:
-    """Short notes on what happened while grading one submission, read from its autograded notebook."""
+    """Short notes on what happened while grading one submission, read from its autograded notebook and
+    from the grader's verdicts."""
     import nbformat
 
     path = Path(cfg.CourseDirectory.autograded_directory) / student / assignment / f"{assignment}.ipynb"
@@ -436,8 +571,8 @@ def notes_for(assignment: str, student: str, cfg) -> list[str]:
                     cells = where_by_text.setdefault(text, [])
                     if where not in cells:
                         cells.append(where)
-    return [f"{', '.join(cells) if len(cells) <= 2 else f'{cells[0]} and {len(cells) - 1} more cells'}: {text}"
-            for text, cells in where_by_text.items()]
+    notes = [f"{_where(cells)}: {text}" for text, cells in where_by_text.items()]
+    return notes + verdict_notes(assignment, student, cfg)
 
 
 def _fmt(x: float) -> str:

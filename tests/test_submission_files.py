@@ -1,0 +1,359 @@
+"""What the grader accepts as a submission, and what the scan reads in it.
+
+Submissions are files: a student folder, chapter folder or notebook that is a symbolic link (which `unzip`
+restores from a zip) is refused before anything is read or copied. A file that breaks the JSON reader (nested
+too deeply, a huge number, too large) costs its student one line, not the run. The scan reads every cell that
+is not the lesson's own code whatever its nbgrader metadata says, and names the hooks that change how later
+cells run.
+"""
+
+from __future__ import annotations
+
+import shutil
+import stat
+import subprocess
+import zipfile
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder import course, grading, scan, synthetic
+
+CHAPTERS = course.assignments()
+NAME = CHAPTERS[0]
+
+
+def _submit(folder: Path, student: str, name: str = NAME, text: str | None = None) -> Path:
+    path = folder / student / name / f"{name}.ipynb"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if text is None:
+        nbformat.write(synthetic.Builder(name).blank().notebook, path)
+    else:
+        path.write_text(text)
+    return path
+
+
+def _graded(found) -> list[tuple[str, str]]:
+    return [(s.student, s.assignment) for s in found]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Symbolic links and student ids.
+
+def test_a_symlinked_chapter_folder_is_refused_with_one_line(tmp_path):
+    """`alice/01 -> the solutions' folder` would hand in the model solutions as alice's work."""
+    folder = tmp_path / "in"
+    _submit(folder, "bob")
+    (folder / "alice").mkdir(parents=True)
+    (folder / "alice" / NAME).symlink_to(course.SOLUTIONS / NAME, target_is_directory=True)
+    found, errors = grading.find_submissions(folder)
+    assert _graded(found) == [("bob", NAME)]
+    assert len(errors) == 1, errors
+    assert errors[0].startswith(f"alice: not graded: the folder alice/{NAME} is a symbolic link (to "
+                                f"{course.SOLUTIONS / NAME})"), errors
+    assert errors[0].endswith("hand in the notebook itself")
+
+
+def test_a_symlinked_student_folder_is_refused(tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    _submit(elsewhere, "alice")
+    folder = tmp_path / "in"
+    _submit(folder, "bob")
+    (folder / "alice").symlink_to(elsewhere / "alice", target_is_directory=True)
+    found, errors = grading.find_submissions(folder)
+    assert _graded(found) == [("bob", NAME)]
+    assert errors == [f"alice: not graded: the folder alice is a symbolic link (to {elsewhere / 'alice'}); "
+                      "hand in the notebook itself"]
+
+
+def test_a_relative_link_restored_by_unzip_is_refused(tmp_path):
+    """What a student's zip can hold: a chapter folder stored as a link `../../solutions/<chapter>`, which
+    `unzip` restores as a link pointing out of the submissions folder."""
+    if not shutil.which("unzip"):
+        pytest.skip("needs unzip")
+    archive = tmp_path / "alice.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        z.writestr("alice/", "")
+        link = zipfile.ZipInfo(f"alice/{NAME}")
+        link.create_system = 3  # Unix: external_attr holds the mode, and S_IFLNK makes the entry a link
+        link.external_attr = (stat.S_IFLNK | 0o777) << 16
+        z.writestr(link, f"../../solutions/{NAME}")
+    folder = tmp_path / "in"
+    folder.mkdir()
+    subprocess.run(["unzip", "-q", str(archive), "-d", str(folder)], check=True)
+    assert (folder / "alice" / NAME).is_symlink()
+    _submit(tmp_path, "solutions_copy")  # give the link a target, as the instructor's machine would
+    (tmp_path / "solutions").mkdir()
+    (tmp_path / "solutions" / NAME).symlink_to(tmp_path / "solutions_copy" / NAME)
+    assert (folder / "alice" / NAME / f"{NAME}.ipynb").is_file(), "the link leads to a notebook"
+    found, errors = grading.find_submissions(folder)
+    assert found == []
+    assert errors == [f"alice: not graded: the folder alice/{NAME} is a symbolic link (to ../../solutions/{NAME}); "
+                      "hand in the notebook itself"]
+
+
+def test_the_submissions_folder_itself_may_be_a_link(tmp_path):
+    _submit(tmp_path / "real", "bob")
+    (tmp_path / "link").symlink_to(tmp_path / "real", target_is_directory=True)
+    found, errors = grading.find_submissions(tmp_path / "link")
+    assert errors == []
+    assert _graded(found) == [("bob", NAME)]
+    assert found[0].folder == (tmp_path / "real" / "bob" / NAME).resolve()
+
+
+def test_nothing_from_a_refused_folder_is_copied_into_the_course(tmp_path, monkeypatch):
+    folder = tmp_path / "in"
+    _submit(folder, "bob")
+    (folder / "alice").mkdir()
+    (folder / "alice" / NAME).symlink_to(course.SOLUTIONS / NAME, target_is_directory=True)
+    monkeypatch.setenv("POSENC_COURSE_DIR", str(tmp_path / "course"))
+    monkeypatch.setattr(grading, "_sandbox_refusal", lambda unsandboxed, out: False)
+    monkeypatch.setattr(grading, "sync_assignments", lambda names, cfg: {})
+    monkeypatch.setattr(grading, "register_students", lambda ids, cfg: None)
+    graded = []
+    monkeypatch.setattr(grading, "autograde", lambda pairs, jobs, progress: graded.extend(pairs) or [])
+    monkeypatch.setattr(grading, "read_scores", lambda names, cfg: {})
+    lines = []
+    assert grading.grade(folder, out=lines.append) == 1
+    assert graded == [(NAME, "bob")]
+    submitted = tmp_path / "course" / "submitted"
+    assert sorted(p.name for p in submitted.iterdir()) == ["bob"]
+    assert [line for line in lines if line.startswith("ERROR")] == [
+        f"ERROR alice: not graded: the folder alice/{NAME} is a symbolic link (to {course.SOLUTIONS / NAME}); "
+        "hand in the notebook itself"]
+
+
+def test_a_student_id_is_matched_whole(tmp_path):
+    """`re.match` with `$` accepts a trailing newline: "alice\\n" is not a student id."""
+    _submit(tmp_path, "alice\n")
+    _submit(tmp_path, "bob")
+    found, errors = grading.find_submissions(tmp_path)
+    assert _graded(found) == [("bob", NAME)]
+    assert len(errors) == 1 and errors[0].startswith("'alice\\n': not graded: a student id must be"), errors
+    assert "\n" not in errors[0], "one line"
+    assert grading.STUDENT_ID.fullmatch("alice.b@x+y-1")
+    assert not grading.STUDENT_ID.fullmatch("alice\n")
+
+
+def test_an_unreadable_student_folder_costs_that_student_one_line(tmp_path, monkeypatch):
+    _submit(tmp_path, "alice")
+    _submit(tmp_path, "bob")
+    listing = Path.iterdir
+
+    def iterdir(self):
+        if self.name == "alice":  # what a folder without read permission gives (root reads any, so fake it)
+            raise PermissionError(13, "Permission denied", str(self))
+        return listing(self)
+
+    monkeypatch.setattr(Path, "iterdir", iterdir)
+    found, errors = grading.find_submissions(tmp_path)
+    assert _graded(found) == [("bob", NAME)]
+    assert errors == ["alice: not graded: cannot read the folder alice (Permission denied)"]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Files that break the JSON reader.
+
+DEEP = "[" * 100_000 + "]" * 100_000
+DEEP_METADATA = '{"cells": [], "metadata": ' + '{"a": ' * 5000 + "1" + "}" * 5000 + ', "nbformat": 4, ' \
+                '"nbformat_minor": 5}'
+
+
+@pytest.mark.parametrize("text, words", [
+    (DEEP, "nested too deeply to be a notebook"),
+    (DEEP_METADATA, "nested too deeply to be a notebook"),
+    ('{"cells": [], "n": ' + "9" * 5000 + "}", "is not JSON a notebook can hold"),
+    (b"\xff\xfe{}", "is not UTF-8 text"),
+], ids=["deep_array", "deep_metadata", "huge_integer", "not_utf8"])
+def test_notebook_problem_says_why_in_words_instead_of_raising(tmp_path, text, words):
+    path = tmp_path / f"{NAME}.ipynb"
+    path.write_bytes(text if isinstance(text, bytes) else text.encode())
+    problem = grading.notebook_problem(path)
+    assert problem.startswith((f"{NAME}.ipynb ", f"cannot read {NAME}.ipynb")), problem
+    assert words in problem, problem
+
+
+def test_a_notebook_over_the_size_limit_is_refused_before_it_is_read(tmp_path):
+    path = tmp_path / f"{NAME}.ipynb"
+    with path.open("wb") as f:
+        f.truncate(grading.MAX_NOTEBOOK_BYTES + 1)  # sparse: no disk space used, nothing to read
+    problem = grading.notebook_problem(path)
+    assert problem == (f"{NAME}.ipynb is 50 MiB, over the 50 MiB a notebook may be (clear its outputs and "
+                       "hand it in again)")
+
+
+def test_the_size_limit_is_a_setting(tmp_path, monkeypatch):
+    path = _submit(tmp_path, "amy")
+    monkeypatch.setattr(grading, "MAX_NOTEBOOK_BYTES", path.stat().st_size - 1)
+    assert "over the" in grading.notebook_problem(path)
+    monkeypatch.setattr(grading, "MAX_NOTEBOOK_BYTES", path.stat().st_size)
+    assert grading.notebook_problem(path) is None
+
+
+def test_a_deeply_nested_file_costs_one_student_one_line(tmp_path):
+    _submit(tmp_path, "deep", text=DEEP)
+    _submit(tmp_path, "bob")
+    found, errors = grading.find_submissions(tmp_path)
+    assert _graded(found) == [("bob", NAME)]
+    assert errors == [f"deep: {NAME} not graded: {NAME}.ipynb is JSON nested too deeply to be a notebook. "
+                      "Their previous grades, if any, are kept."]
+
+
+def test_scan_goes_on_past_unreadable_files(tmp_path, monkeypatch):
+    _submit(tmp_path, "deep", text=DEEP)
+    cheat = synthetic.Builder(NAME).blank().notebook
+    cheat.cells.append(nbformat.v4.new_code_cell("import os\nos._exit(0)"))
+    nbformat.write(cheat, _submit(tmp_path, "cheat"))
+    findings, errors = scan.scan(tmp_path)
+    assert [f.student for f in findings] == ["cheat"]
+    assert len(errors) == 1 and errors[0].startswith("deep: ") and "nested too deeply" in errors[0]
+    # a file that find_submissions accepts but the scan cannot read: one line, the others still scanned
+    _submit(tmp_path, "alsobad")
+    real = scan.scan_notebook
+
+    def failing(path, student, assignment):
+        if student == "alsobad":
+            raise RecursionError("maximum recursion depth exceeded")
+        return real(path, student, assignment)
+
+    monkeypatch.setattr(scan, "scan_notebook", failing)
+    findings, errors = scan.scan(tmp_path)
+    assert [f.student for f in findings] == ["cheat"]
+    assert f"alsobad: {NAME} not scanned: {NAME}.ipynb is unreadable (RecursionError: maximum recursion depth " \
+           "exceeded)" in errors
+
+
+@pytest.mark.parametrize("source", ["1" + " + 1" * 100_000, "x = " + "(" * 300 + ")" * 300],
+                         ids=["long_sum", "deep_parentheses"])
+def test_scan_reads_a_cell_too_deep_to_parse_as_text(source):
+    found = scan.scan_source(source + "\nexec('y')", solution_cell=True)
+    assert any("checked by text only" in m for _, m in found), found
+    assert any("exec" in m for _, m in found), found
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The scan: which cells it reads, and what it names.
+
+def _locked_grade_id(name: str) -> str:
+    nb = nbformat.read(course.SOLUTIONS / name / f"{name}.ipynb", as_version=4)
+    return next(c.metadata["nbgrader"]["grade_id"] for c in nb.cells
+                if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("locked"))
+
+
+@pytest.mark.parametrize("relabel", ["as_locked", "as_locked_test", "metadata_removed", "lesson_cell_id"])
+def test_metadata_cannot_hide_a_cell_from_the_scan(tmp_path, relabel):
+    """The cell's nbgrader metadata and id are the student's to edit: a solution cell relabelled as a locked
+    cell (which the scan used to skip) or stripped of its metadata is read like any other."""
+    b = synthetic.Builder(NAME)
+    nb = b.blank().notebook
+    solution_id = b.a.exercises[0].solutions[0]
+    cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == solution_id)
+    cell.source = "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n" + cell.source
+    locked = _locked_grade_id(NAME)
+    if relabel == "as_locked":
+        cell.metadata["nbgrader"].update(grade_id=locked, locked=True, solution=False)
+    elif relabel == "as_locked_test":
+        cell.metadata["nbgrader"].update(grade_id=locked, locked=True, solution=False, grade=True, points=1)
+    elif relabel == "metadata_removed":
+        del cell.metadata["nbgrader"]
+    else:
+        other = next(c for c in nb.cells if c.cell_type == "code" and c is not cell)
+        other.id, cell.id = cell.id, other.id  # the id of an unchanged lesson cell
+    path = tmp_path / f"{NAME}.ipynb"
+    nbformat.write(nb, path)
+    findings = scan.scan_notebook(path, "amy", NAME)
+    assert any("signal" in f.message for f in findings), findings
+
+
+def test_the_lessons_own_cells_give_no_finding(tmp_path):
+    """A cell byte-identical to a code cell of the released lesson is the instructor's code: not listed,
+    wherever it stands and whatever its metadata says."""
+    nb = synthetic.Builder(NAME).blank().notebook
+    for cell in nb.cells:
+        cell.metadata.pop("nbgrader", None)
+    nb.cells.reverse()
+    path = tmp_path / f"{NAME}.ipynb"
+    nbformat.write(nb, path)
+    assert scan.scan_notebook(path, "amy", NAME) == []
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_scan_is_quiet_on_honest_submissions(tmp_path, name):
+    """The model solutions typed into the lesson, and the lesson untouched: nothing but uses of posenc."""
+    b = synthetic.Builder(name)
+    for student in (b.perfect(), b.partial(), b.blank()):
+        path = student.write(tmp_path)
+        found = [f for f in scan.scan_notebook(path, student.student, name) if "uses posenc" not in f.message]
+        assert found == [], f"{student.student}: {found}"
+
+
+HOOKS = [
+    # IPython hooks: code that changes how every later cell, the tests included, runs or shows
+    ("ip = get_ipython()", "reaches the IPython shell (get_ipython())"),
+    ("get_ipython().input_transformers_cleanup.append(lambda lines: lines)", "input transformer"),
+    ("ip = get_ipython()\nip.input_transformers_post.append(f)", "input transformer"),
+    ("get_ipython().ast_transformers.append(Rewrite())", "AST transformer"),
+    ("get_ipython().set_custom_exc((AssertionError,), lambda *a, **k: None)", "exception handler"),
+    ("get_ipython().events.register('post_run_cell', f)", "event callback"),
+    ("ip.showtraceback = lambda *a, **k: None", "traceback display"),
+    ("import sys\nsys.displayhook = print", "display hook"),
+    ("get_ipython().display_pub.publish = print", "display publisher"),
+    ("get_ipython().register_magic_function(f, 'line', 'check')", "registers an IPython magic"),
+    ("%load_ext my_extension", "loads an IPython extension (%load_ext)"),
+    ("get_ipython().extension_manager.load_extension('my_extension')", "loads an IPython extension"),
+    ("getattr(get_ipython(), 'ast_transformers').append(t)", "named in a string: 'ast_transformers'"),
+    ("!cat ../../../gradebook.db", "runs a shell command"),
+    ("%%writefile ../../autograder/checks.py\nclose = print", "writes a file (%%writefile)"),
+    # code made at run time
+    ("exec('import os')", "runs code from a string (exec)"),
+    ("eval('1 + 1')", "evaluates code from a string (eval)"),
+    ("code = compile(text, 'cell', 'exec')", "compiles code from a string (compile)"),
+    ("os = __import__('os')", "imports a module by a name computed at run time (__import__)"),
+    ("import importlib\nnp = importlib.import_module('posenc')", "(importlib)"),
+    ("from importlib import reload", "(importlib)"),
+    # threads and processes: code that goes on running while the tests run
+    ("import threading\nthreading.Thread(target=f, daemon=True).start()", "starts threads (threading)"),
+    ("from threading import Timer\nTimer(1, f).start()", "starts threads (threading)"),
+    ("import _thread\n_thread.start_new_thread(f, ())", "starts threads (_thread)"),
+    ("from concurrent.futures import ThreadPoolExecutor", "(concurrent.futures)"),
+    ("import concurrent.futures as cf\ncf.ThreadPoolExecutor().submit(f)", "(concurrent.futures)"),
+    ("import multiprocessing\nmultiprocessing.Process(target=f).start()", "starts processes (multiprocessing)"),
+    # signals
+    ("import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)", "installs a signal handler (signal.signal)"),
+    ("from signal import signal as on_signal\non_signal(2, print)", "installs a signal handler (signal.signal)"),
+    ("import signal\nsignal.setitimer(signal.ITIMER_REAL, 0.5)", "sets a timer signal (signal.setitimer)"),
+    ("import signal as s\ns.alarm(5)", "sets an alarm signal (signal.alarm)"),
+    # sys.modules, tracing, exit hooks
+    ("import sys\nsys.modules['posenc'] = object()", "writes to sys.modules"),
+    ("import sys\nsys.modules.update(posenc=None)", "writes to sys.modules"),
+    ("import sys\ndel sys.modules['autograder.checks']", "writes to sys.modules"),
+    ("import sys as system\nsystem.modules.setdefault('numpy', None)", "writes to sys.modules"),
+    ("import sys\nsys.settrace(tracer)", "installs a trace function (settrace)"),
+    ("from sys import settrace", "installs a trace function (settrace)"),
+    ("import threading\nthreading.settrace(tracer)", "installs a trace function (settrace)"),
+    ("import sys\nsys.setprofile(profiler)", "installs a profile function (setprofile)"),
+    ("import atexit\natexit.register(f)", "registers code to run at the kernel's shutdown (atexit)"),
+    ("import sys\nsys.excepthook = hide", "replaces the exception hook"),
+]
+
+
+@pytest.mark.parametrize("code, words", HOOKS, ids=[f"{i}-{w}" for i, (_, w) in enumerate(HOOKS)])
+def test_scan_names_each_hook(code, words):
+    found = scan.scan_source(code, solution_cell=True)
+    assert any(words in message for _, message in found), found
+    assert not any("checked by text only" in message for _, message in found), "read as Python, magics too"
+
+
+def test_a_magic_is_named_as_itself_not_as_the_get_ipython_call_ipython_makes_of_it():
+    found = scan.scan_source("%matplotlib inline\nx = 1", solution_cell=True)
+    assert found == [(1, "runs the IPython magic %matplotlib")]
+
+
+@pytest.mark.parametrize("code", [
+    "signal = np.sin(positions)\npeak = signal.max()",   # a variable named like a module
+    "pattern = re.compile(r'x')",                       # compile, but a method
+    "def run(threading_level):\n    return threading_level",
+])
+def test_scan_is_quiet_on_lookalikes(code):
+    assert scan.scan_source(code, solution_cell=True) == []
