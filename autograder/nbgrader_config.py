@@ -26,8 +26,17 @@ c.Exchange.path_includes_course = True
 # POSENC_CELL_TIMEOUT overrides it (the tests use a short one).
 c.Execute.timeout = int(os.environ.get("POSENC_CELL_TIMEOUT", "60"))
 c.Execute.interrupt_on_timeout = True
-# Quiet kernels (their start-up warnings are not the students' output).
-c.Execute.extra_arguments = ["--IPKernelApp.log_level=CRITICAL"]
+# Quiet kernels (their start-up warnings are not the students' output), and the hook guard loaded before any
+# notebook code: IPython hooks a cell registers are removed before the next cell (autograder/kernel_guard.py).
+c.Execute.extra_arguments = ["--IPKernelApp.log_level=CRITICAL", "--IPKernelApp.extensions=autograder.kernel_guard"]
+# Test cells are decided in the grading process from the values the student's code returns
+# (autograder/verdict.py); the hidden tests' random cases are salted per submission with this secret, and
+# each submission's verdicts are written where `grade` reads its notes from.
+c.GuardedExecute.secret_file = os.path.join(COURSE, "grading_secret")
+c.GuardedExecute.verdict_dir = os.path.join(COURSE, "verdicts")
+# One notebook may run this long in all (cells and the grader's calls together): a dozen cells that each sleep
+# just under the cell timeout cost 10 minutes, not an hour. POSENC_NOTEBOOK_TIMEOUT overrides it.
+c.GuardedExecute.notebook_timeout = int(os.environ.get("POSENC_NOTEBOOK_TIMEOUT", "600"))
 
 # Autograde with nbgrader's own steps, three of them replaced by thin subclasses (autograder/preprocessors.py):
 # GuardedExecute still records the points earned when a student's code kills the kernel (os._exit) or a
@@ -37,6 +46,7 @@ c.Execute.extra_arguments = ["--IPKernelApp.log_level=CRITICAL"]
 # RestoreImports re-runs the setup cell's imports (and checks.untampered()) at the top of each test cell, so
 # a solution that rebinds `checks` or `posenc`, or assigns to checks.close, does not change what tests call.
 from autograder.preprocessors import LimitOutput, OverwriteCells, RestoreImports  # noqa: E402
+from autograder.inert import InertOutputs  # noqa: E402
 from autograder.sandbox import autograde_execute_class  # noqa: E402
 from nbconvert.preprocessors import ClearMetadataPreprocessor  # noqa: E402
 from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, ClearOutput,  # noqa: E402
@@ -48,7 +58,7 @@ c.Autograde.sanitize_preprocessors = [ClearOutput, DeduplicateIds, OverwriteKern
 # see the solutions, the gradebook, other submissions or the network. Only autograde is sandboxed: students'
 # own `nbgrader validate` and JupyterLab are not. `grade --unsandboxed` (POSENC_UNSANDBOXED=1) turns it off.
 c.Autograde.autograde_preprocessors = [RestoreImports, autograde_execute_class(), IgnorePattern,
-                                       ClearMetadataPreprocessor, LimitOutput, SaveAutoGrades,
+                                       ClearMetadataPreprocessor, LimitOutput, InertOutputs, SaveAutoGrades,
                                        AssignLatePenalties, CheckCellMetadata]
 # (GuardedExecute and SandboxedExecute take every c.Execute setting here: traitlets applies a class's config
 # to its subclasses.)
@@ -65,3 +75,10 @@ c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 # nbclient (under nbgrader) skips cells with that tag by default, which would let every test cell "pass"
 # unrun: grading and validation must run every cell.
 c.Execute.skip_cells_with_tag = "posenc-grading-never-skips"
+
+# formgrader and the feedback pages: outputs that are HTML go through nbconvert's sanitizer (a second layer
+# behind InertOutputs, for notebooks autograded before it), and the feedback page says "awaiting grading"
+# for an answer not graded yet instead of a score of 0 (autograder/feedback.py, autograder/templates/).
+c.HTMLExporter.sanitize_html = True
+from autograder.feedback import FeedbackExporter  # noqa: E402
+c.GenerateFeedback.exporter_class = FeedbackExporter
