@@ -29,6 +29,7 @@ import inspect
 import math
 import sys
 import types
+import warnings
 
 import numpy as np
 import numpy.testing
@@ -255,6 +256,16 @@ _SALT = None  # set by the grading process while a submission's hidden tests run
 _KERNEL = None  # set by the grading process: turns a @kernel function into a call into the student's kernel
 
 
+def warnings_on_stdout():
+    """Show warnings on stdout from now on. nbgrader's Validate counts anything a test cell writes to stderr
+    as a failed test, and a warning is not one (numpy warns about log(0) on a branch np.where throws away).
+    The grader itself decides tests from values and ignores both streams; this keeps Validate honest."""
+    def show(message, category, filename, lineno, file=None, line=None):
+        sys.stdout.write(warnings.formatwarning(message, category, filename, lineno, line))
+
+    warnings.showwarning = show
+
+
 def rng(seed):
     """The random generator tests draw their cases from. In the student's notebook and in the visible tests
     it is seeded with ``seed`` alone (the same cases every time); while the grading process runs a
@@ -274,5 +285,5 @@ def kernel(function):
 
 # Snapshot of this module's helpers, for untampered(): a notebook that assigns `checks.close = ...` is
 # refused by the grader, which calls checks.untampered() before every test cell.
-_OWN = {name: globals()[name] for name in ("untampered", "close", "equal", "without", "rng", "kernel")}
+_OWN = {name: globals()[name] for name in ("untampered", "close", "equal", "without", "blocked", "rng", "kernel")}
 _OWN_CODE = {name: fn.__code__ for name, fn in _OWN.items()}

@@ -9,6 +9,7 @@ a kernel that does not come back, or dies, is reported as ``KernelLost``.
 
 from __future__ import annotations
 
+import json
 import queue
 import time
 
@@ -21,11 +22,13 @@ MAX_MESSAGE_BYTES = 256 << 20  # everything one request may send back before the
 INTERRUPT_GRACE = 10.0  # seconds a kernel gets to come back after the interrupt sent at the deadline
 
 
-def _size(msg: dict) -> int:
-    content = msg.get("content", {})
-    size = len(content.get("text", "") or "")
-    for value in (content.get("data") or {}).values():
-        size += len(value) if isinstance(value, str) else 1000
+def message_size(content: dict) -> int:
+    """Characters an output message costs: its text, and every value of its data and metadata, whatever
+    their type (a JSON payload is not a string, and counts all the same)."""
+    size = len(content.get("text", "") or "") if isinstance(content.get("text", ""), str) else 0
+    for part in (content.get("data"), content.get("metadata"), content.get("transient")):
+        for value in (part or {}).values() if isinstance(part, dict) else ():
+            size += len(value) if isinstance(value, str) else len(json.dumps(value, default=str))
     return size
 
 
@@ -65,7 +68,7 @@ class KernelChannel(Channel):
                 continue
             if msg.get("parent_header", {}).get("msg_id") != msg_id:
                 continue
-            used += _size(msg)
+            used += message_size(msg.get("content", {}))
             if used > MAX_MESSAGE_BYTES:
                 await self._interrupt(msg_id)
                 raise ChannelFailure(f"the notebook's code sent more than {MAX_MESSAGE_BYTES >> 20} MB of output")

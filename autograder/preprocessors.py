@@ -27,6 +27,7 @@
 from __future__ import annotations
 
 import ast
+import hashlib
 import json
 import os
 import secrets
@@ -35,6 +36,7 @@ from pathlib import Path
 
 from jupyter_core.utils import run_sync
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
+from nbformat import NotebookNode
 from nbformat.v4 import new_output
 from nbgrader.api import Gradebook
 from nbgrader.preprocessors import Execute, NbGraderPreprocessor
@@ -44,6 +46,7 @@ from nbgrader.utils import determine_grade
 from traitlets import Bool, Integer, Unicode
 
 from . import verdict as verdicts
+from .kernel_channel import KernelChannel
 from .liveness import cell_names
 
 # The ``ename`` of the error outputs this module writes; the instructor's score table reports them.
@@ -135,13 +138,21 @@ class GuardedExecute(Execute):
                           "cases per submission (made on first use); empty: a new salt every run").tag(config=True)
     verdict_dir = Unicode("", help="folder where each submission's verdicts are written as "
                           "<student>/<assignment>.json (empty: not written)").tag(config=True)
+    decide_outside = Bool(True, help="decide test cells in this process from the values the student's code "
+                          "returns (False: nbgrader's own rule, the kernel's outputs decide; only the grading "
+                          "benchmark uses it, to measure what deciding outside costs)").tag(config=True)
+    notebook_timeout = Integer(600, help="seconds one notebook may run in all, its cells and the grader's "
+                               "calls together (each cell also has Execute.timeout); past it, the cells "
+                               "left are marked as not run").tag(config=True)
 
     def preprocess(self, nb, resources=None, km=None):
         self._stopped = None  # why execution stopped, once it has
+        self._ends = time.monotonic() + self.notebook_timeout
         self._skipped = demo_cells_to_skip(nb, self.demo_tag) if self.skip_demo_cells else set()
-        self._tests = (resources or {}).get(TESTS_KEY)
+        self._tests = (resources or {}).get(TESTS_KEY) if self.decide_outside else None
         self._decided = {}
         self._secret = self._read_secret() if self._tests else None
+        self._content = hashlib.sha256("\0".join(c.source for c in nb.cells).encode()).hexdigest()
         nb, resources = super().preprocess(nb, resources, km)
         if self._tests:
             self._write_verdicts(resources)
@@ -156,6 +167,9 @@ class GuardedExecute(Execute):
             test = self._tests["sources"].get(gid)
             if test is not None:
                 cell.source = _without_hidden(cell.source)  # the kernel never sees the hidden tests
+        if self._stopped is None and time.monotonic() >= self._ends:
+            self._stopped = f"the notebook used up the {self.notebook_timeout} s it may run in all"
+            self.log.warning("Cell %d: %s; the remaining cells are marked as not run", index, self._stopped)
         if self._stopped is not None:
             cell.outputs = [_error(NOT_RUN, f"this cell was not run because {self._stopped}")]
             if test is not None:
@@ -185,19 +199,20 @@ class GuardedExecute(Execute):
 
     def _decide(self, cell, index, source, resources):
         """Run the cell's tests in this process against the kernel, and make the outputs say the verdict."""
-        from .kernel_channel import KernelChannel
-
         errors = [o for o in cell.outputs if o.output_type == "error"]
-        score, points = determine_grade(cell)  # what nbgrader alone would have scored from the kernel's outputs
+        # What nbgrader alone would have scored from the kernel's outputs, a warning on stderr aside.
+        quiet = NotebookNode({**cell, "outputs": [o for o in cell.outputs
+                                                  if not (o.output_type == "stream" and o.get("name") == "stderr")]})
+        score, points = determine_grade(quiet)
         kernel_passed = score is not None and score >= points
         kernel_error = f"{errors[0].get('ename', '')}: {errors[0].get('evalue', '')}"[:300] if errors else ""
         gid = cell.metadata["nbgrader"]["grade_id"]
         meta = resources.get("nbgrader", {})
-        salt = (verdicts.salt_for(self._secret, str(meta.get("student")), str(meta.get("assignment")), gid)
-                if self._secret else secrets.randbits(63))
+        salt = (verdicts.salt_for(self._secret, str(meta.get("student")), str(meta.get("assignment")), gid,
+                                  self._content) if self._secret else secrets.randbits(63))
         start = time.perf_counter()
-        decided = verdicts.judge(source, self._tests["setup"], KernelChannel(self, float(self.timeout or 60)),
-                                 salt)
+        seconds = min(float(self.timeout or 60), max(1.0, self._ends - time.monotonic()))
+        decided = verdicts.judge(source, self._tests["setup"], KernelChannel(self, seconds), salt)
         self.log.debug("Cell %d (%s) decided in %.2f s: %s", index, gid, time.perf_counter() - start, decided)
         if decided.lost:
             self._stopped = f"the kernel stopped answering while cell {index}'s tests ran"
@@ -233,6 +248,14 @@ class GuardedExecute(Execute):
         path = Path(self.verdict_dir) / str(meta["student"]) / f"{meta['assignment']}.json"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(self._decided, indent=1, sort_keys=True))
+
+    def _get_timeout(self, cell):
+        """A cell's timeout, shortened to what is left of the notebook's."""
+        timeout = super()._get_timeout(cell)
+        if not hasattr(self, "_ends"):  # (outside preprocess)
+            return timeout
+        left = max(1, int(self._ends - time.monotonic()) + 1)
+        return left if timeout is None else min(timeout, left)
 
     def _kill_kernel(self):
         try:

@@ -123,10 +123,13 @@ def notebook_names(source: str, setup: list[str]) -> list[str]:
     return sorted(reads - imported - set(dir(builtins)))
 
 
-def salt_for(secret: bytes, student: str, assignment: str, grade_id: str) -> int:
-    """The per-submission salt of a test cell's hidden cases: secret to the grader, the same on re-grading."""
-    digest = hmac.new(secret, f"{student}\0{assignment}\0{grade_id}".encode(), hashlib.sha256).digest()
-    return int.from_bytes(digest[:8], "big")
+def salt_for(secret: bytes, student: str, assignment: str, grade_id: str, content: str = "") -> int:
+    """The salt of a test cell's hidden cases: secret to the grader, and fixed by the student, the chapter,
+    the cell and ``content`` (a digest of the handed-in notebook): re-grading the same file repeats the
+    cases, and any resubmission gets new ones, so cases a notebook recorded and printed while it was
+    graded are no use to the next version of it."""
+    key = f"{student}\0{assignment}\0{grade_id}\0{content}".encode()
+    return int.from_bytes(hmac.new(secret, key, hashlib.sha256).digest()[:8], "big")
 
 
 _SAFE_ERRORS = {name for name in dir(builtins) if isinstance(getattr(builtins, name), type)

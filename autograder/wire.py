@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import json
+import numbers
 import sys
 
 import numpy as np
@@ -22,7 +23,8 @@ import numpy as np
 MAX_BYTES = 64 << 20  # one encoded value
 MAX_DEPTH = 64  # lists, tuples and dicts inside each other
 _DTYPES = {"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-           "float16", "float32", "float64", "complex64", "complex128"}
+           "float16", "float32", "float64", "complex64", "complex128", np.dtype(np.longdouble).name,
+           np.dtype(np.clongdouble).name}
 _TORCH_DTYPES = {"bool", "int8", "int16", "int32", "int64", "uint8", "float16", "bfloat16", "float32",
                  "float64", "complex64", "complex128"}
 
@@ -50,6 +52,11 @@ def _array(arr: np.ndarray) -> dict:
 def _encode(value, depth: int):
     if depth > MAX_DEPTH:
         raise WireError(f"values nested more than {MAX_DEPTH} levels deep")
+    if isinstance(value, np.ndarray) and value.dtype == object:  # numbers in an object array: as floats
+        try:
+            value = value.astype(np.float64)
+        except (TypeError, ValueError):
+            pass
     if isinstance(value, np.ndarray) and value.dtype.name in _DTYPES:
         return _array(value)
     if isinstance(value, np.generic) and value.dtype.name in _DTYPES:  # (np.float64 is also a float)
@@ -62,6 +69,13 @@ def _encode(value, depth: int):
         return {"$": "float", "text": float.__repr__(value)}  # nan and inf included
     if isinstance(value, complex):
         return {"$": "complex", "re": float.__repr__(value.real), "im": float.__repr__(value.imag)}
+    if isinstance(value, numbers.Integral):
+        return {"$": "int", "text": int.__repr__(int(value))}
+    if isinstance(value, numbers.Number):  # Fraction, Decimal, a custom real: its value as a float
+        try:
+            return {"$": "float", "text": float.__repr__(float(value))}
+        except (TypeError, ValueError, OverflowError):
+            pass
     torch = sys.modules.get("torch")  # (a tensor exists only if torch was imported)
     if torch is not None and isinstance(value, torch.Tensor):
         name = str(value.dtype).removeprefix("torch.")
@@ -70,7 +84,10 @@ def _encode(value, depth: int):
             array = (plain.float() if name == "bfloat16" else plain).numpy()
             return {**_array(array), "$": "tensor", "array_dtype": array.dtype.name, "dtype": name,
                     "requires_grad": bool(value.requires_grad)}
-    if isinstance(value, (list, range)):
+    if isinstance(value, range):
+        return {"$": "range", "start": int.__repr__(value.start), "stop": int.__repr__(value.stop),
+                "step": int.__repr__(value.step)}
+    if isinstance(value, list):
         return [_encode(v, depth + 1) for v in value]
     if isinstance(value, tuple):
         return {"$": "tuple", "items": [_encode(v, depth + 1) for v in value]}
@@ -141,6 +158,11 @@ def _decode(obj, depth: int):
         tensor = torch.from_numpy(_raw_array(obj, obj.get("array_dtype")))
         return tensor.to(getattr(torch, name)).requires_grad_(bool(obj.get("requires_grad")) and
                                                               tensor.is_floating_point())
+    if tag == "range":
+        bounds = [_number(obj.get(k), int) for k in ("start", "stop", "step")]
+        if bounds[2] == 0:
+            raise WireError("a range with step 0")
+        return range(*bounds)
     if tag == "tuple":
         return tuple(_decode(v, depth + 1) for v in _items(obj))
     if tag == "dict":

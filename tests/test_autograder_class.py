@@ -11,6 +11,7 @@ the points in the notebooks' nbgrader metadata (autograder/synthetic.py), never 
 from __future__ import annotations
 
 import csv
+import json
 import os
 import pickle
 import re
@@ -24,79 +25,13 @@ import nbformat
 import pytest
 
 from autograder import course, synthetic
+from differently_correct import DIFFERENT, WARNING_VARIANTS
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("autograder_class")]
 
 CHAPTERS = course.assignments()
 HOSTILE = [name for name in ("01_why_position", "02_sinusoidal") if name in CHAPTERS] or CHAPTERS[:2]
 CELL_TIMEOUT = "30"  # seconds per cell while grading here: generous for a loaded machine, short for loops
-
-# Correct solutions written differently from posenc's (they must get full marks), per chapter and cell.
-DIFFERENT = {
-    "01_why_position": {
-        "ex_attention": '''import math
-
-
-def my_attention(q, k, v):
-    q, k, v = np.array(q, dtype=float), np.array(k, dtype=float), np.array(v, dtype=float)
-    logits = np.einsum("id,jd->ij", q, k) / math.sqrt(q.shape[-1])
-    top = logits.max(axis=-1, keepdims=True)
-    log_norm = top + np.log(np.exp(logits - top).sum(axis=-1, keepdims=True))   # log-sum-exp
-    return np.einsum("ij,jd->id", np.exp(logits - log_norm), v)
-''',
-        "ex_equivariant": '''def is_permutation_equivariant(f, x, perm):
-    x = np.array(x, dtype=float)
-    p = np.eye(len(perm))[list(perm)]              # the permutation as a matrix: (P x)[i] = x[perm[i]]
-    gap = np.asarray(f(p @ x), dtype=float) - p @ np.asarray(f(x), dtype=float)
-    return bool(np.max(np.abs(gap)) < 1e-9)
-''',
-        "ex_causal": '''def my_causal_attention(q, k, v):
-    q, k, v = np.array(q, dtype=float), np.array(k, dtype=float), np.array(v, dtype=float)
-    n = len(q)
-    weights = np.zeros((n, n))
-    for i in range(n):                                # query i sees keys 0..i only
-        s = k[: i + 1] @ q[i] / np.sqrt(q.shape[1])
-        s = np.exp(s - s.max())
-        weights[i, : i + 1] = s / s.sum()
-    return weights @ v, weights
-''',
-        "ex_keeps": '''def keeps_output(perm):
-    perm = [int(p) for p in perm]
-    return np.array([perm[i] == i and set(perm[: i + 1]) == set(range(i + 1)) for i in range(len(perm))])
-''',
-    },
-    "02_sinusoidal": {
-        "pe100": '''pe100 = np.array([(np.sin if j % 2 == 0 else np.cos)(100 / 10000 ** ((j - j % 2) / 8)) for j in range(8)])
-wavelengths_d8 = np.array([2 * np.pi * 10000 ** (2 * i / 8) for i in range(4)])
-''',
-        "pe_table": '''def pe_table(positions, d, base=10000.0):
-    p = np.array(positions, dtype=float).ravel()
-    omega = np.exp(-np.log(base) * np.arange(0, d, 2) / d)
-    z = np.exp(1j * np.outer(p, omega))                 # cos + i sin, one column per pair
-    table = np.zeros((len(p), d))
-    table[:, 0::2] = z.imag
-    table[:, 1::2] = z.real
-    return table
-''',
-        "pe_dot": '''def pe_dot(m, n, d, base=10000.0):
-    # sin a sin b + cos a cos b = cos(a - b): the dot product depends on m - n only
-    omega = base ** (-np.arange(0, d, 2) / d)
-    offset = np.asarray(m, dtype=float) - np.asarray(n, dtype=float)
-    return np.cos(np.multiply.outer(offset, omega)).sum(axis=-1)
-''',
-        "shift": '''def shift(k, d, base=10000.0):
-    result = np.zeros((d, d))
-    for i in range(d // 2):
-        angle = k / base ** (2 * i / d)
-        c, s = np.cos(angle), np.sin(angle)
-        result[2 * i: 2 * i + 2, 2 * i: 2 * i + 2] = [[c, s], [-s, c]]
-    return result
-''',
-        "freq_range": '''freq_ratio = 10000 ** (510 / 512)
-longest_wavelength = 2 * np.pi * freq_ratio
-''',
-    },
-}
 
 # Solutions that hand back posenc's reference instead of implementing it. Where the test blocks the
 # reference (checks.without) they score 0; a value exercise (pe100) cannot be protected that way: see the
@@ -196,6 +131,12 @@ def graded_class(tmp_path_factory):
             for i, name in enumerate(HOSTILE):
                 students += synthetic.hostile_class(name, DIFFERENT.get(name), CALLS_REFERENCE.get(name),
                                                     separate_patches=(i == 0), stubborn=(i == 0), workdir=root)
+            for name in [n for n in CHAPTERS if n not in HOSTILE]:  # (the hostile set has its "different")
+                students.append(synthetic.Builder(name).replaced_solutions("different", DIFFERENT[name],
+                                                                           zero_if_blocked=False))
+            for name, replacements in WARNING_VARIANTS.items():
+                students.append(synthetic.Builder(name).replaced_solutions("warns", replacements,
+                                                                           zero_if_blocked=False))
             for name, replacements in USES_NARRATIVE.items():
                 if name in CHAPTERS:
                     students.append(synthetic.Builder(name).replaced_solutions("uses_narrative", replacements,
@@ -297,20 +238,36 @@ def _error_line(cell) -> int | None:
     return None
 
 
+def _verdicts(graded_class, student, name) -> dict:
+    """What the grader decided for each test cell of one submission (GuardedExecute's record)."""
+    return json.loads((graded_class.course / "verdicts" / student / f"{name}.json").read_text())
+
+
 @pytest.mark.parametrize("name", HOSTILE)
 def test_hardcoded_answers_pass_the_visible_tests_and_fail_the_hidden_ones(graded_class, name):
     student = graded_class.students[("hardcoded", name)]
-    nb = _autograded(graded_class, "hardcoded", name)
     failed = [t for t, v in student.expected.items() if v == 0 and t not in synthetic.Assignment.load(name).written]
     assert failed, "the hard-coded student should lose some hidden-test points"
-    for cell in nb.cells:
-        gid = cell.metadata.get("nbgrader", {}).get("grade_id")
-        if gid in failed:
-            hidden_at = cell.source.splitlines().index("### BEGIN HIDDEN TESTS") + 1
-            line = _error_line(cell)
-            assert line is not None and line > hidden_at, (
-                f"{gid}: the hard-coded answers should pass the visible tests (lines < {hidden_at}) and fail "
-                f"a hidden one; it failed at line {line}")
+    decided = _verdicts(graded_class, "hardcoded", name)
+    for gid in failed:
+        assert decided[gid]["grader"] == "fail" and decided[gid]["stage"] == "hidden", (
+            f"{gid}: the hard-coded answers should pass the visible tests and fail a hidden one: {decided[gid]}")
+        assert decided[gid]["kernel"] == "pass", "the kernel only ran the visible tests, which pass"
+
+
+@pytest.mark.parametrize("name", HOSTILE)
+def test_every_test_cell_is_decided_by_the_grader(graded_class, name):
+    """For every graded submission, the grader's verdict exists for every test cell and is what the
+    gradebook holds: the kernel's own report never decides."""
+    tests = synthetic.Assignment.load(name).test_ids()
+    for (student, assignment), s in _graded(graded_class).items():
+        if assignment != name:
+            continue
+        decided = _verdicts(graded_class, student, name)
+        assert set(decided) == set(tests), f"{student}: verdicts for {sorted(decided)}"
+        for gid in tests:
+            score = graded_class.grades[(student, name)][gid].score
+            assert (score > 0) == (decided[gid]["grader"] == "pass"), (student, gid, score, decided[gid])
 
 
 @pytest.mark.parametrize("name", HOSTILE)
@@ -324,11 +281,21 @@ def test_grading_notes_say_what_happened(graded_class, name):
     assert "timed out" in row("disruptive") and "sys.exit()" in row("disruptive")
     assert "kernel died" in row("os_exit" if ("os_exit", name) in graded_class.students else "disruptive")
     assert "called posenc's reference" in row("calls_reference")
+    # Patched libraries on correct code: the notebook's own run refused them, the grader passed the values.
     patched = [k for k, _ in graded_class.students if k.startswith("patch_")]
-    assert all("replaced numpy/math/posenc/checks" in row(k) for k in patched
-               if (k, name) in graded_class.students)
+    for k in patched:
+        if (k, name) in graded_class.students:
+            assert "replaced numpy/math/posenc/checks" in row(k) and "REVIEW" in row(k), row(k)
+            assert "failed tests the grader's run passed" in row(k), row(k)
     if ("patches_checks", name) in graded_class.students:
         assert "replaced numpy/math/posenc/checks" in row("patches_checks")
+    # A payload that undoes the kernel's hook guard when graded: the notebook's own run passed, the grader's not.
+    if ("hook_when_graded", name) in graded_class.students:
+        assert "REVIEW" in row("hook_when_graded") and "passed tests the grader's run failed" in row(
+            "hook_when_graded"), row("hook_when_graded")
+    for k in ("perfect", "different", "harmless_hooks"):
+        if (k, name) in graded_class.students:
+            assert "REVIEW" not in row(k), row(k)
     if ("stubborn_loop", name) in graded_class.students:
         assert "ignored the timeout interrupt" in row("stubborn_loop")
     assert row("perfect").rstrip().endswith(f"{sum(graded_class.students[('perfect', name)].expected.values()):g}")
@@ -345,14 +312,32 @@ def test_huge_output_is_cut_in_the_autograded_notebook(graded_class, name):
 
 @pytest.mark.parametrize("name", HOSTILE)
 def test_restored_test_cells_are_the_instructors(graded_class, name):
-    """The student replaced every test by `pass`, changed points and deleted one: nbgrader put them back."""
+    """The student replaced every test by `pass`, changed points and deleted one: nbgrader put them back,
+    the kernel ran their visible part, and the grader decided them (the partial student's scores, above)."""
     nb = _autograded(graded_class, "edits_tests", name)
     a = synthetic.Assignment.load(name)
     by_id = {c.metadata.get("nbgrader", {}).get("grade_id"): c for c in nb.cells}
+    lesson = {c.metadata.get("nbgrader", {}).get("grade_id"): c for c in a.lesson.cells}
     for tid in a.test_ids():
         assert tid in by_id, f"test cell {tid} was not restored"
         assert "pass  # the tests are gone" not in by_id[tid].source
-        assert "### BEGIN HIDDEN TESTS" in by_id[tid].source, f"{tid} runs without its hidden tests"
+        assert by_id[tid].source.endswith(lesson[tid].source), f"{tid}: not the lesson's visible tests"
+    assert set(_verdicts(graded_class, "edits_tests", name)) == set(a.test_ids())
+
+
+def _hidden_lines(name) -> set[str]:
+    """Lines of the chapter's hidden tests that appear nowhere in the lesson a student has."""
+    from autograder.verdict import split_hidden
+
+    a = synthetic.Assignment.load(name)
+    lesson_text = "\n".join(c.source for c in a.lesson.cells)
+    lines = set()
+    for tid in a.test_ids():
+        for line in split_hidden(a.test_source[tid])[1].splitlines():
+            line = line.strip()
+            if len(line) > 12 and line not in lesson_text:
+                lines.add(line)
+    return lines
 
 
 def test_gradebook_survives_parallel_grading(graded_class):
@@ -368,17 +353,35 @@ def test_gradebook_survives_parallel_grading(graded_class):
 
 
 def test_feedback_pages_for_every_graded_submission(graded_class):
-    result = run_cli("feedback", HOSTILE[-1], course_dir=graded_class.course)
+    result = run_cli("feedback", course_dir=graded_class.course)
     assert result.returncode == 0, result.stdout + result.stderr
     for (student, name), s in _graded(graded_class).items():
-        if name == HOSTILE[-1]:
-            page = graded_class.course / "feedback" / student / name / f"{name}.html"
-            assert page.exists(), f"no feedback page for {student}/{name}"
-            assert page.stat().st_size < 3_000_000, f"{page} is too big: outputs not limited"
+        page = graded_class.course / "feedback" / student / name / f"{name}.html"
+        assert page.exists(), f"no feedback page for {student}/{name}"
+        assert page.stat().st_size < 3_000_000, f"{page} is too big: outputs not limited"
     perfect = (graded_class.course / "feedback" / "perfect" / HOSTILE[-1] / f"{HOSTILE[-1]}.html").read_text()
     total = sum(graded_class.students[("perfect", HOSTILE[-1])].expected.values())
     maximum = sum(synthetic.Assignment.load(HOSTILE[-1]).points.values())
     assert f"Score: {float(total)} / {float(maximum)}" in perfect, "the feedback page shows the total"
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_no_feedback_page_or_autograded_notebook_shows_a_hidden_test(graded_class, name):
+    """Hidden tests stay hidden: not in any student's feedback page (the blank one included), not in the
+    autograded notebooks formgrader shows; a failed hidden test shows only its check's message."""
+    import html
+
+    hidden = _hidden_lines(name)
+    assert hidden, f"{name} has hidden tests"
+    pages = sorted((graded_class.course / "feedback").glob(f"*/{name}/{name}.html"))
+    notebooks = sorted((graded_class.course / "autograded").glob(f"*/{name}/{name}.ipynb"))
+    assert pages and notebooks
+    for path in pages + notebooks:
+        text = path.read_text()
+        text = html.unescape(re.sub(r"<[^>]+>", "", text)) if path.suffix == ".html" else "\n".join(
+            c.source for c in nbformat.reads(text, as_version=4).cells)
+        leaked = [line for line in hidden if line in text]
+        assert not leaked, f"{path} shows hidden tests: {leaked[:3]}"
 
 
 def test_export_csv_has_every_total(graded_class):
@@ -412,6 +415,8 @@ def test_scan_flags_the_cheats_and_not_the_honest(graded_class):
             assert any(word in line for line in lines for word in serious), f"{student}/{name} not flagged"
         if student == "calls_reference":
             assert any("uses posenc in a solution cell" in line for line in lines)
+        if student in synthetic.PAYLOADS or student == "hooks_all":
+            assert lines, f"{student}/{name}: IPython hooks not flagged"
         if student in ("perfect", "blank", "partial", "different", "wrong"):
             assert not any(word in line for line in lines for word in serious), lines
 

@@ -43,7 +43,8 @@ def chapter_parts(name):
 @pytest.mark.parametrize("value", [
     None, True, False, 0, -7, 10**40, 1.5, float("inf"), 2 - 3j, "text", [1, [2.0, None]], (1, (2,)),
     {"a": 1, 2: (3,)}, np.arange(6).reshape(2, 3), np.zeros((0, 4)), np.array([True, False]),
-    np.float32(1.25), np.int64(3), np.bool_(True), np.array(2.0), np.ones(3, dtype=np.complex128)])
+    np.float32(1.25), np.int64(3), np.bool_(True), np.array(2.0), np.ones(3, dtype=np.complex128),
+    range(2, 9, 3), np.longdouble(0.5)])
 def test_wire_round_trip_keeps_value_and_type(value):
     back = wire.loads(wire.dumps(value))
     assert type(back) is type(value)

@@ -1,0 +1,389 @@
+"""Correct solutions written differently from the model solutions, one per exercise of every chapter: loops
+instead of vectorised code, Python lists and tuples, math instead of numpy, other but equivalent formulas,
+helpers and prints, autograd imported by name. The synthetic class (tests/test_autograder_class.py) grades
+them with the real pipeline: every one must score full marks. WARNING_VARIANTS are correct solutions that
+print a numpy RuntimeWarning on stderr (a branch np.where throws away), which must not cost a point."""
+
+DIFFERENT = {
+    '01_why_position': {
+        'ex_attention': r'''import math
+
+def _row_softmax(logits):
+    # stable softmax of a Python list
+    top = max(logits)
+    exps = [math.exp(z - top) for z in logits]
+    total = sum(exps)
+    return [e / total for e in exps]
+
+
+def my_attention(q, k, v):
+    q, k, v = [[list(map(float, row)) for row in a] for a in (q, k, v)]
+    dk = len(q[0])
+    out = []
+    for qi in q:
+        logits = [sum(a * b for a, b in zip(qi, kj)) / math.sqrt(dk) for kj in k]
+        w = _row_softmax(logits)
+        out.append([sum(w[j] * v[j][c] for j in range(len(v))) for c in range(len(v[0]))])
+    print("my_attention: computed", len(out), "rows")
+    return out
+''',
+        'ex_equivariant': r'''def is_permutation_equivariant(f, x, perm):
+    x = np.asarray(x, dtype=float)
+    order = [int(p) for p in perm]
+    permuted_input = np.stack([x[p] for p in order])
+    lhs = np.asarray(f(permuted_input), dtype=float)
+    fx = np.asarray(f(x), dtype=float)
+    rhs = np.stack([fx[p] for p in order])
+    if lhs.shape != rhs.shape:
+        return False
+    for a, b in zip(lhs.ravel().tolist(), rhs.ravel().tolist()):
+        if abs(a - b) > 1e-9:
+            return False
+    return True
+''',
+        'ex_causal': r'''def my_causal_attention(q, k, v):
+    q = np.asarray(q, dtype=float); k = np.asarray(k, dtype=float); v = np.asarray(v, dtype=float)
+    L = len(q)
+    weights = []
+    for i in range(L):
+        logits = [float(q[i] @ k[j]) / math.sqrt(q.shape[1]) for j in range(i + 1)]
+        row = _row_softmax(logits) + [0.0] * (L - i - 1)
+        weights.append(row)
+    outputs = [[sum(weights[i][j] * v[j, c] for j in range(L)) for c in range(v.shape[1])] for i in range(L)]
+    return np.array(outputs), weights
+''',
+        'ex_keeps': r'''def keeps_output(perm):
+    perm = [int(p) for p in perm]
+    answer = []
+    for i, p in enumerate(perm):
+        seen_now = set(perm[: i + 1])
+        seen_before = set(range(p + 1))
+        answer.append(seen_now == seen_before)
+    return answer
+''',
+    },
+    '02_sinusoidal': {
+        'pe100': r'''import math
+pe100 = []
+wavelengths_d8 = ()
+for i in range(4):
+    omega = math.pow(10000.0, -2 * i / 8)
+    pe100 += [math.sin(100 * omega), math.cos(100 * omega)]
+    wavelengths_d8 += (2 * math.pi / omega,)
+print(pe100, wavelengths_d8)
+''',
+        'pe_table': r'''def pe_table(positions, d, base=10000.0):
+    p = np.array(list(positions), dtype=np.float64)[:, np.newaxis]
+    freqs = np.exp(-np.log(base) * np.arange(d // 2) * 2.0 / d)[np.newaxis, :]
+    ang = p * freqs
+    return np.stack([np.sin(ang), np.cos(ang)], axis=-1).reshape(len(p), d)
+''',
+        'pe_dot': r'''def pe_dot(m, n, d, base=10000.0):
+    m = np.asarray(m, dtype=np.float64)
+    n = np.asarray(n, dtype=np.float64)
+    total = np.zeros(np.broadcast(m, n).shape)
+    for i in range(d // 2):
+        w = base ** (-(2.0 * i) / d)
+        total = total + np.sin(m * w) * np.sin(n * w) + np.cos(m * w) * np.cos(n * w)
+    return total
+
+
+starts = np.array([0, 10, 250, 4000])
+print("offset 4 at different places:", pe_dot(starts, starts + 4, 64))
+''',
+        'shift': r'''import math
+
+def shift(k, d, base=10000.0):
+    rows = [[0.0] * d for _ in range(d)]
+    for i in range(d // 2):
+        a = float(k) * math.pow(base, -2.0 * i / d)
+        c, s = math.cos(a), math.sin(a)
+        rows[2 * i][2 * i], rows[2 * i][2 * i + 1] = c, s
+        rows[2 * i + 1][2 * i], rows[2 * i + 1][2 * i + 1] = -s, c
+    return rows
+''',
+        'freq_range': r'''import math
+freq_ratio = math.exp(math.log(10000.0) * 510 / 512)
+longest_wavelength = 2 * math.pi * freq_ratio
+''',
+    },
+    '03_learned': {
+        'position_params': r'''import math
+def position_params(max_len, d):
+    n = math.prod([int(max_len), int(d)])
+    print("parameters:", n)
+    return n
+''',
+        'my_learned_pe': r'''class MyLearnedPE(torch.nn.Module):
+    def __init__(self, max_len, d):
+        super().__init__()
+        self.limit = max_len
+        self.emb = torch.nn.Embedding(max_len, d)
+        torch.nn.init.zeros_(self.emb.weight)
+
+    def forward(self, x):
+        seq = x.size(1)
+        if seq > self.limit:
+            raise ValueError(f"sequence of length {seq} exceeds max_len={self.limit}")
+        idx = torch.arange(seq)
+        rows = self.emb(idx).unsqueeze(0).to(x.dtype)
+        return torch.add(x, rows)
+''',
+        'rows_with_gradient': r'''from torch.autograd import grad
+
+def rows_with_gradient(max_len, d, L):
+    layer = MyLearnedPE(max_len, d)
+    out = layer(torch.randn(1, L, d))
+    loss = out.pow(2).sum()
+    (g,) = grad(loss, layer.emb.weight)
+    per_row = g.abs().sum(dim=1)
+    return np.array([bool(v > 0) for v in per_row.tolist()])
+''',
+    },
+    '04_relative': {
+        'clipped_ids': r'''def clipped_ids(q_len, k_len, k):
+    rows = []
+    for i in range(q_len):
+        rows.append([min(max(j - i, -k), k) + k for j in range(k_len)])
+    return np.array(rows, dtype=np.int32).reshape(q_len, k_len)
+''',
+        'my_t5_bucket': r'''def my_t5_bucket(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
+    r = np.asarray(relative_position).astype(np.int64)
+    nb = num_buckets // 2 if bidirectional else num_buckets
+    offset = (r > 0).astype(np.int64) * nb if bidirectional else 0
+    n = np.abs(r) if bidirectional else -np.minimum(r, 0)
+    ne = nb // 2
+    # log(0) on the discarded branch: a RuntimeWarning, harmless
+    big = np.log(n.astype(np.float32) / np.float32(ne))
+    big = big / np.float32(math.log(max_distance / ne)) * np.float32(nb - ne)
+    big = ne + big.astype(np.int64)
+    big = np.minimum(big, nb - 1)
+    return offset + np.where(n < ne, n, big)
+''',
+        'bias_from_table': r'''def bias_from_table(table, q_len, k_len, bidirectional=True, max_distance=128):
+    T = np.asarray(table, dtype=float)
+    nbk, heads = T.shape
+    start = k_len - q_len
+    rel = np.array([[j - (start + r) for j in range(k_len)] for r in range(q_len)])
+    b = posenc.t5_bucket(rel, bidirectional, nbk, max_distance)
+    onehot = (b[..., None] == np.arange(nbk)).astype(float)   # (q, k, nb)
+    return np.einsum("qkb,bh->hqk", onehot, T)
+''',
+    },
+    '05_alibi': {
+        'my_alibi_slopes': r'''import math
+
+def my_alibi_slopes(n_heads):
+    H = int(n_heads)
+    c = 2 ** int(math.floor(math.log2(H)))
+    slopes = [2.0 ** (-8.0 * h / c) for h in range(1, c + 1)]
+    for k in range(1, H - c + 1):
+        slopes.append(2.0 ** (-8.0 * (2 * k - 1) / (2 * c)))
+    return np.array(slopes, dtype=np.float64)
+
+
+slopes_8 = my_alibi_slopes(8)
+slopes_12 = my_alibi_slopes(12)
+''',
+        'weights_five': r'''def _w(m):
+    raw = [math.exp(-m * (4 - j)) for j in range(5)]
+    return [x / sum(raw) for x in raw]
+weights_05 = _w(0.5)
+weights_01 = _w(0.1)
+''',
+        'last_token_weights': r'''def last_token_weights(scores, m):
+    s = [float(x) for x in scores]
+    L = len(s)
+    logits = [s[j] - m * (L - 1 - j) for j in range(L)]
+    top = max(logits)
+    e = [math.exp(z - top) for z in logits]
+    tot = math.fsum(e)
+    return [x / tot for x in e]
+''',
+        'causal_alibi': r'''def causal_alibi(n_heads, L):
+    slopes = my_alibi_slopes(n_heads)
+    out = np.full((n_heads, L, L), -np.inf)
+    for h in range(n_heads):
+        for i in range(L):
+            for j in range(i + 1):
+                out[h, i, j] = -slopes[h] * (i - j)
+    return out
+''',
+        'sign_and_zero_slope': r'''def permutation_gap(q, k, v, perm, m):
+    q, k, v = (np.asarray(a, dtype=float) for a in (q, k, v))
+    L = q.shape[0]
+    idx = np.arange(L)
+    bias = -m * np.abs(idx[:, None] - idx[None, :]).astype(float)
+    a = posenc.attention(q, k, v, bias=bias)
+    b = posenc.attention(q[perm], k[perm], v[perm], bias=bias)
+    return max(abs(x) for x in (b - a[perm]).ravel().tolist())
+
+
+def added_bias_weights(L, m):
+    logits = np.array([m * (L - 1 - j) for j in range(L)], dtype=float)
+    e = np.exp(logits - logits.max())
+    return e / e.sum()
+''',
+        'attention_span': r'''def attention_span(m, L, mass=0.9):
+    denom = -math.expm1(-m * L)
+    for D in range(L):
+        if -math.expm1(-m * (D + 1)) / denom >= mass:
+            return D
+    return L
+''',
+    },
+    '06_rope': {
+        'rotate_2d': r'''import math
+
+def rotate_2d(v, angle):
+    x, y = float(v[0]), float(v[1])
+    c, s = math.cos(angle), math.sin(angle)
+    return (c * x - s * y, s * x + c * y)
+''',
+        'my_rope_matrix': r'''def my_rope_matrix(m, d, base=10000.0):
+    blocks = []
+    for i in range(d // 2):
+        th = math.exp(-2.0 * i / d * math.log(base))
+        a = m * th
+        blocks.append(np.array([[math.cos(a), -math.sin(a)], [math.sin(a), math.cos(a)]]))
+    R = np.zeros((d, d))
+    for i, b in enumerate(blocks):
+        R[2*i:2*i+2, 2*i:2*i+2] = b
+    return R
+''',
+        'my_apply_rope': r'''def my_apply_rope(x, positions, base=10000.0):
+    x = [list(map(float, row)) for row in x]
+    d = len(x[0]); h = d // 2
+    out = []
+    for row, p in zip(x, positions):
+        new = [0.0] * d
+        for i in range(h):
+            a = float(p) * base ** (-2.0 * i / d)
+            c, s = math.cos(a), math.sin(a)
+            new[i] = row[i] * c - row[i + h] * s
+            new[i + h] = row[i] * s + row[i + h] * c
+        out.append(new)
+    return np.array(out)
+''',
+        'half_to_interleaved': r'''def half_to_interleaved(d):
+    return [i // 2 + (i % 2) * (d // 2) for i in range(d)]
+''',
+        'rope_score': r'''def rope_score(q, k, m, n, base=10000.0):
+    d = len(q)
+    qm = my_rope_matrix(m, d, base) @ np.asarray(q, dtype=float)
+    kn = my_rope_matrix(n, d, base) @ np.asarray(k, dtype=float)
+    return float(np.dot(qm, kn))
+''',
+        'rope_input_grad': r'''def rope_input_grad(x, m, g, base=10000.0):
+    xt = torch.tensor([list(map(float, x))], dtype=torch.float64, requires_grad=True)
+    gt = torch.tensor([list(map(float, g))], dtype=torch.float64)
+    y = posenc.apply_rope(xt, [m], base)
+    torch.sum(y * gt).backward()
+    return xt.grad.detach().numpy().reshape(-1)
+''',
+    },
+    '07_context_extension': {
+        'ntk_base': r'''import math
+
+def my_ntk_base(base, d, s):
+    return math.exp(math.log(base) + d / (d - 2) * math.log(s))
+
+
+base_64_s2 = my_ntk_base(10000.0, 64, 2.0)    # d = 64, s = 2
+base_64_s8 = my_ntk_base(10000.0, 64, 8.0)    # d = 64, s = 8
+base_128_s2 = my_ntk_base(10000.0, 128, 2.0)  # d = 128, s = 2
+''',
+        'ntk_reach': r'''def ntk_reach(d, base, s, L_train):
+    theta = [base ** (-2.0 * i / d) for i in range(d // 2)]
+    theta_new = [t * s ** (-2.0 * i / (d - 2)) for i, t in enumerate(theta)]
+    reach = [s * L_train * t for t in theta_new]
+    unseen = [(L_train * t < 2 * math.pi) and (r > L_train * t * (1 + 1e-9)) for t, r in zip(theta, reach)]
+    return np.array(theta_new), np.array(reach), np.array(unseen)
+''',
+        'pi_angles': r'''def pi_angles(positions, d, base, s):
+    theta = posenc.rope_frequencies(d, base)
+    rows = [[(float(p) / s) * th for th in theta] for p in positions]
+    return np.array(rows, dtype=np.float64).reshape(len(rows), d // 2)
+''',
+        'yarn': r'''def my_yarn(d, base, s, L0, beta_fast=32.0, beta_slow=1.0):
+    def pair_index(rho):
+        return d * math.log(L0 / (2 * math.pi * rho)) / (2 * math.log(base))
+    low = max(math.floor(pair_index(beta_fast)), 0)
+    high = min(math.ceil(pair_index(beta_slow)), d - 1)
+    if low == high:
+        high = high + 0.001
+    freqs = []
+    for i in range(d // 2):
+        theta = base ** (-2.0 * i / d)
+        ramp = min(max((i - low) / (high - low), 0.0), 1.0)
+        gamma = 1.0 - ramp
+        freqs.append(theta * (gamma + (1.0 - gamma) / s))
+    return np.array(freqs), 1.0 + 0.1 * math.log(s)
+''',
+        'dynamic_base': r'''def my_dynamic_base(base, d, s, lengths, L0):
+    Ls = np.clip(np.asarray(lengths, dtype=np.float64), L0, None)
+    bracket = s * Ls / L0 - (s - 1)
+    return base * np.exp(d / (d - 2) * np.log(bracket))
+''',
+    },
+    '08_arena': {
+        'degradation_ratio': r'''import math
+
+def degradation_ratio(results, scheme, multiple):
+    cfg = results["config"]
+    L = cfg["train_len"]
+    table = results["schemes"][scheme]["by_length"]
+    top = table[str(int(L * multiple))]
+    bottom = table[str(L)]
+    if top is None or bottom is None:
+        return math.nan
+    print(f"{scheme} at {multiple}x: {top['loss']:.4f} / {bottom['loss']:.4f}")
+    return top["loss"] / bottom["loss"]
+''',
+        'never_full_turn': r'''def never_full_turn(train_len, d, base):
+    out = []
+    for i in range(d // 2):
+        theta = math.pow(base, -2.0 * i / d)
+        out.append(train_len * theta < 2 * math.pi)
+    return np.array(out, dtype=bool)
+
+
+arena_never = never_full_turn(int(config["train_len"]), int(config["d_model"]) // int(config["n_heads"]), float(config["base"]))
+''',
+    },
+    '09_choosing': {
+        'positional_parameters': r'''def positional_parameters(scheme, d_model, n_heads, n_layers, max_len, num_buckets):
+    counts = {
+        "none": lambda: 0,
+        "sinusoidal": lambda: 0,
+        "alibi": lambda: 0,
+        "rope": lambda: 0,
+        "learned": lambda: max_len * d_model,
+        "t5": lambda: num_buckets * n_heads,
+    }
+    if scheme not in counts:
+        raise ValueError(f"no such positional scheme: {scheme}")
+    return int(counts[scheme]())
+''',
+    },
+}
+
+WARNING_VARIANTS = {
+    '05_alibi': {
+        'causal_alibi': r'''def causal_alibi(n_heads, L):
+    i = np.arange(L)[:, None]; j = np.arange(L)[None, :]
+    dist = (i - j).astype(float)
+    # log of a mask: log(1) = 0 where allowed, log(0) = -inf in the future (a RuntimeWarning)
+    mask = np.log((j <= i).astype(float))
+    return -my_alibi_slopes(n_heads)[:, None, None] * dist + mask
+''',
+    },
+    '07_context_extension': {
+        'dynamic_base': r'''def my_dynamic_base(base, d, s, lengths, L0):
+    L = np.asarray(lengths, dtype=float)
+    # evaluated everywhere, kept only past L0: the short lengths can give a negative bracket (NaN, RuntimeWarning)
+    grown = base * (s * L / L0 - (s - 1)) ** (d / (d - 2))
+    return np.where(L > L0, grown, float(base))
+''',
+    },
+}
