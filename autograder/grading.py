@@ -265,12 +265,53 @@ def find_submissions(folder: Path, assignments: list[str] | None = None) -> tupl
             if problem:
                 errors.append(f"{student}: {name} not graded: {name}.ipynb {problem}")
                 continue
-            problem = notebook_problem(sub.notebook)
+            problem = notebook_problem(sub.notebook) or metadata_tampering(sub.notebook, name)
             if problem:
                 errors.append(f"{student}: {name} not graded: {problem}. Their previous grades, if any, are kept.")
                 continue
             found.append(sub)
     return found, errors
+
+
+_FLAGS = ("grade", "solution", "task")  # (a changed `locked` or `points` nbgrader puts back itself)
+
+
+def metadata_tampering(path: Path, assignment: str) -> str | None:
+    """How the nbgrader metadata of a handed-in notebook differs from the lesson's, in words; None if it
+    does not. A cell may be missing, locked or unlocked, its points changed (nbgrader puts all that back),
+    but every cell that carries nbgrader metadata must carry a grade_id of the lesson, once, on the same
+    kind of cell, as the same kind of graded cell (test, solution, task). nbgrader itself fails on such a notebook with a bare KeyError or "Inconsistent
+    checksums", naming neither the student nor the cause."""
+    import nbformat
+
+    nb = nbformat.read(path, as_version=4)
+    lesson = nbformat.read(course.ROOT / "lessons" / assignment / f"{assignment}.ipynb", as_version=4)
+    known = {c.metadata["nbgrader"]["grade_id"]: c for c in lesson.cells
+             if c.metadata.get("nbgrader", {}).get("grade_id")}
+    seen = set()
+    for index, cell in enumerate(nb.cells):
+        meta = cell.metadata.get("nbgrader")
+        if meta is None:
+            continue
+        gid = meta.get("grade_id") if isinstance(meta, dict) else None
+        where = f"cell {index}"
+        if gid is None:
+            return f"its nbgrader metadata was tampered with: {where} carries nbgrader metadata without a grade_id"
+        if not isinstance(gid, str) or gid not in known:
+            return (f"its nbgrader metadata was tampered with: {where} carries grade_id {str(gid)[:40]!r}, "
+                    "which the lesson does not have")
+        if gid in seen:
+            return f"its nbgrader metadata was tampered with: grade_id {gid!r} appears twice ({where})"
+        seen.add(gid)
+        original = known[gid]
+        want = original.metadata["nbgrader"]
+        changed = [flag for flag in _FLAGS if bool(meta.get(flag)) != bool(want.get(flag))]
+        if cell.cell_type != original.cell_type:
+            changed.append("cell type")
+        if changed:
+            return (f"its nbgrader metadata was tampered with: {where} ({gid}) has its {', '.join(changed)} "
+                    "changed from the lesson's")
+    return None
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -417,22 +458,67 @@ def _worker_init() -> None:
     _WORKER_API = _api()
 
 
+def in_progress_dir() -> Path:
+    """Where each worker notes the submission it is grading (``<assignment>__<student>``, holding its pid):
+    when a worker dies, what it was grading is known, and an instructor can see what is being graded."""
+    return course_dir() / "in_progress"
+
+
 def _autograde_one(assignment: str, student: str) -> dict:
     """Run nbgrader autograde for one submission (in this process); never raises."""
     api = _WORKER_API or _api()
     start = time.perf_counter()
+    marker = in_progress_dir() / f"{assignment}__{student}"
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.write_text(str(os.getpid()))
     try:
         result = api.autograde(assignment, student, force=True, create=True)
     except Exception as exc:  # nbgrader's API reports failures in its result; this is a last resort
         result = {"success": False, "error": f"{type(exc).__name__}: {exc}", "log": ""}
+    finally:
+        marker.unlink(missing_ok=True)
     return {"assignment": assignment, "student": student, "success": bool(result["success"]),
             "error": None if result["success"] else _last_error(result),
             "seconds": time.perf_counter() - start}
 
 
+def _died(assignment: str, student: str, why: str) -> dict:
+    return {"assignment": assignment, "student": student, "success": False, "seconds": 0.0, "died": True,
+            "error": f"the grading process died while grading it ({why}; killed, or out of memory?)"}
+
+
+def _pool_round(pairs, jobs, progress, results) -> tuple[list, list]:
+    """Grade ``pairs`` in one pool of ``jobs`` workers. When a worker dies, the pool breaks and every
+    unfinished future fails with it: returns (the submissions that were being graded then, the ones still
+    waiting), told apart by the workers' in-progress notes."""
+    context = multiprocessing.get_context("spawn")  # a clean interpreter: no inherited kernels or sockets
+    unfinished = []
+    with concurrent.futures.ProcessPoolExecutor(max_workers=min(jobs, len(pairs)), mp_context=context,
+                                                initializer=_worker_init) as pool:
+        futures = {pool.submit(_autograde_one, a, s): (a, s) for a, s in pairs}
+        for future in concurrent.futures.as_completed(futures):
+            try:
+                result = future.result()
+            except concurrent.futures.process.BrokenProcessPool:
+                unfinished.append(futures[future])
+                continue
+            except Exception as exc:  # the result could not come back: that submission alone
+                result = _died(*futures[future], f"{type(exc).__name__}: {exc}")
+            results.append(result)
+            if progress:
+                progress(result)
+    busy = [pair for pair in unfinished if (in_progress_dir() / f"{pair[0]}__{pair[1]}").exists()]
+    for pair in busy:
+        (in_progress_dir() / f"{pair[0]}__{pair[1]}").unlink(missing_ok=True)
+    return busy, [pair for pair in unfinished if pair not in busy]
+
+
 def autograde(pairs, jobs: int = 1, progress=None) -> list[dict]:
     """Autograde (assignment, student) pairs: in this process when jobs == 1, else in ``jobs`` worker
-    processes that share the gradebook (each submission is one nbgrader autograde run)."""
+    processes that share the gradebook (each submission is one nbgrader autograde run). A worker that dies
+    (killed, out of memory) costs only what it was grading: the pool is rebuilt for the others, and each
+    submission that was being graded when a worker died is graded once more alone; if its worker dies
+    again, that submission alone is reported."""
     pairs = list(pairs)
     results = []
     if jobs <= 1 or len(pairs) <= 1:
@@ -443,20 +529,27 @@ def autograde(pairs, jobs: int = 1, progress=None) -> list[dict]:
             if progress:
                 progress(results[-1])
         return results
-    context = multiprocessing.get_context("spawn")  # a clean interpreter: no inherited kernels or sockets
-    with concurrent.futures.ProcessPoolExecutor(max_workers=min(jobs, len(pairs)), mp_context=context,
-                                                initializer=_worker_init) as pool:
-        futures = {pool.submit(_autograde_one, a, s): (a, s) for a, s in pairs}
-        for future in concurrent.futures.as_completed(futures):
-            assignment, student = futures[future]
-            try:
-                result = future.result()
-            except Exception as exc:  # a worker process died: report that submission, keep the others
-                result = {"assignment": assignment, "student": student, "success": False,
-                          "error": f"the grading process failed: {type(exc).__name__}: {exc}", "seconds": 0.0}
-            results.append(result)
-            if progress:
-                progress(result)
+    waiting, retried, stalled = pairs, set(), 0
+    while waiting:
+        done_before = len(results)
+        busy, waiting = _pool_round(waiting, jobs, progress, results)
+        stalled = stalled + 1 if not busy and len(results) == done_before else 0
+        if stalled >= 2:  # workers that die before grading anything (they cannot even start)
+            for pair in waiting:
+                results.append(_died(*pair, "before it started: the workers could not run"))
+                if progress:
+                    progress(results[-1])
+            break
+        for pair in busy:
+            if pair in retried:
+                results.append(_died(*pair, "twice"))
+                if progress:
+                    progress(results[-1])
+            else:
+                retried.add(pair)
+                waiting.append(pair)
+        if busy and all(pair in retried for pair in waiting):
+            jobs = 1  # only suspects are left: one at a time, so that a death names its submission
     return sorted(results, key=lambda r: (r["assignment"], r["student"]))
 
 
@@ -519,6 +612,8 @@ _NOTABLE = [
     ("Tampered", None, "replaced numpy/math/posenc/checks functions: tests refused"),
     ("RuntimeError", "is the reference this exercise asks you to write", "called posenc's reference"),
     ("SystemExit", None, "sys.exit() in a cell"),
+    ("KernelLost", None, "the kernel died or hung while the grader called its code: later cells not run"),
+    ("NoAnswer", None, "the kernel did not answer the grader's calls (code that changed or blocked them)"),
 ]
 
 
@@ -526,14 +621,20 @@ def _where(cells: list[str]) -> str:
     return ", ".join(cells) if len(cells) <= 2 else f"{cells[0]} and {len(cells) - 1} more cells"
 
 
-def verdict_notes(assignment: str, student: str, cfg) -> list[str]:
-    """Notes on test cells whose kernel-side result and the grader's own verdict disagree (read from the
-    verdicts GuardedExecute wrote): marked for review, since the kernel's side is what a forged grade changes."""
+def _verdicts(assignment: str, student: str, cfg) -> dict:
+    """The grader's verdicts on one submission, as GuardedExecute wrote them ({} if there are none)."""
     path = Path(cfg.GuardedExecute.verdict_dir) / student / f"{assignment}.json"
     try:
         decided = json.loads(path.read_text())
     except (OSError, ValueError):
-        return []
+        return {}
+    return decided if isinstance(decided, dict) else {}
+
+
+def verdict_notes(assignment: str, student: str, cfg) -> list[str]:
+    """Notes on test cells whose kernel-side result and the grader's own verdict disagree (read from the
+    verdicts GuardedExecute wrote): marked for review, since the kernel's side is what a forged grade changes."""
+    decided = _verdicts(assignment, student, cfg)
     forged, refused = [], []
     for gid, v in sorted(decided.items()):
         visible_passed = v.get("grader") == "pass" or v.get("stage") == "hidden"
@@ -571,6 +672,13 @@ def notes_for(assignment: str, student: str, cfg) -> list[str]:
                     cells = where_by_text.setdefault(text, [])
                     if where not in cells:
                         cells.append(where)
+    for gid, v in sorted(_verdicts(assignment, student, cfg).items()):  # what the kernel's own run raised
+        ename, _, evalue = v.get("kernel_error", "").partition(": ")
+        for name, needle, text in _NOTABLE:
+            if ename == name and (needle is None or needle in evalue):
+                cells = where_by_text.setdefault(text, [])
+                if gid not in cells:
+                    cells.append(gid)
     notes = [f"{_where(cells)}: {text}" for text, cells in where_by_text.items()]
     return notes + verdict_notes(assignment, student, cfg)
 
@@ -622,6 +730,10 @@ def _sandbox_refusal(unsandboxed: bool, out) -> bool:
         out(f"ERROR refusing to run student code: it must run in a sandbox and {reason}. Install it "
             "(Debian/Ubuntu: sudo apt-get install bubblewrap), or pass --unsandboxed to run it anyway "
             "with the risks it prints.")
+        return True
+    reason = sandbox.preflight()
+    if reason:
+        out(f"ERROR nobody was graded: {reason}")
         return True
     return False
 
@@ -698,7 +810,10 @@ def grade(folder, jobs: int = 1, assignments=None, out=print, unsandboxed: bool 
     out(f"autograded in {time.perf_counter() - start:.1f} s")
     failed = [r for r in results if not r["success"]]
     for r in failed:
-        errors.append(f"{r['student']}: {r['assignment']}: nbgrader could not autograde it:\n{r['error']}")
+        if r.get("died"):
+            errors.append(f"{r['student']}: {r['assignment']} not graded: {r['error']}")
+        else:
+            errors.append(f"{r['student']}: {r['assignment']}: nbgrader could not autograde it:\n{r['error']}")
         out(f"ERROR {errors[-1]}")
     graded = {(s.student, s.assignment) for s in submissions}
     scores = read_scores(names, cfg=cfg)

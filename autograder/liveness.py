@@ -8,6 +8,10 @@ from __future__ import annotations
 
 import ast
 
+# Cells longer than this are not analysed (treated like a cell that does not parse: every cell before them
+# runs). No course cell comes near it; a student's 20 MB cell would cost the grader minutes and gigabytes.
+MAX_SOURCE = 200_000
+
 
 class _Scope(ast.NodeVisitor):
     """Names a statement reads from and binds in the notebook's global scope. Reads inside functions,
@@ -94,24 +98,36 @@ def _kills(stmt) -> set[str]:
     return set()
 
 
-def _loads(nodes, killed) -> tuple[set[str], set[str]]:
+class _Rebound:
+    """The names rebound before a point of a cell: those of this block, then those of the blocks around it
+    (a chain, so that entering a block copies nothing: the analysis stays linear in the cell's size)."""
+
+    def __init__(self, outer: "_Rebound | None" = None, names=()):
+        self.outer, self.names = outer, set(names)
+
+    def __contains__(self, name) -> bool:
+        return name in self.names or (self.outer is not None and name in self.outer)
+
+
+def _loads(nodes, killed: _Rebound) -> tuple[set[str], set[str]]:
     scope = _Scope()
     for node in nodes:
         scope.visit(node)
-    return scope.loads - killed, scope.stores
+    return {name for name in scope.loads if name not in killed}, scope.stores
 
 
-def _block(stmts, killed: set[str]) -> tuple[set[str], set[str], set[str]]:
+def _block(stmts, killed: _Rebound) -> tuple[set[str], set[str], set[str]]:
     """``(binds, kills, reads)`` of a list of statements run in order, given the names already rebound
     before it. A loop's or an ``if``'s body may not run, so what it rebinds is not a kill after it; inside
     the body, a name rebound earlier in the same pass is not read from outside."""
     binds, kills, reads = set(), set(), set()
+    done = _Rebound(killed, ())  # killed and this block's kills so far (done.names is kept equal to kills)
     for stmt in stmts:
-        done = killed | kills
+        done.names = kills
         if isinstance(stmt, (ast.For, ast.AsyncFor)):
             head_reads, _ = _loads([stmt.iter], done)
             target = _target_names(stmt.target)
-            parts = [_block(stmt.body, done | target), _block(stmt.orelse, done)]
+            parts = [_block(stmt.body, _Rebound(done, target)), _block(stmt.orelse, done)]
             binds |= target
         elif isinstance(stmt, ast.While):
             head_reads, _ = _loads([stmt.test], done)
@@ -122,14 +138,14 @@ def _block(stmts, killed: set[str]) -> tuple[set[str], set[str], set[str]]:
         elif isinstance(stmt, (ast.With, ast.AsyncWith)):
             head_reads, _ = _loads([item.context_expr for item in stmt.items], done)
             target = set().union(*(_target_names(i.optional_vars) for i in stmt.items if i.optional_vars))
-            body = _block(stmt.body, done | target)
+            body = _block(stmt.body, _Rebound(done, target))
             parts = [body]
             binds |= target
             kills |= target | body[1]  # a with's body runs (or the cell stops with an error)
         elif isinstance(stmt, ast.Try):
             head_reads = set()
             parts = [_block(stmt.body, done), _block(stmt.orelse, done), _block(stmt.finalbody, done)]
-            parts += [_block(h.body, done | ({h.name} if h.name else set())) for h in stmt.handlers]
+            parts += [_block(h.body, _Rebound(done, [h.name] if h.name else ())) for h in stmt.handlers]
             parts += [(set(), set(), _loads([h.type], done)[0]) for h in stmt.handlers if h.type]
         else:
             head_reads, stores = _loads([stmt], done)
@@ -147,11 +163,13 @@ def _block(stmts, killed: set[str]) -> tuple[set[str], set[str], set[str]]:
 def cell_names(source: str) -> tuple[set[str], set[str], set[str]] | None:
     """``(binds, kills, reads)`` of a cell in the global scope: every name it may bind, the names it always
     rebinds, and the names it may read before rebinding them; None if the cell cannot be parsed. IPython
-    syntax (magics, ``!``) is translated first."""
+    syntax (magics, ``!``) is translated first. A cell over ``MAX_SOURCE`` characters gives None too."""
     from IPython.core.inputtransformer2 import TransformerManager
 
+    if len(source) > MAX_SOURCE:
+        return None
     try:
         tree = ast.parse(TransformerManager().transform_cell(source))
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
-    return _block(tree.body, set())
+    return _block(tree.body, _Rebound())

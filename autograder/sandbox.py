@@ -41,6 +41,7 @@ from jupyter_client.manager import AsyncKernelManager
 from nbformat.v4 import new_output
 from traitlets import Integer, List, Unicode, default
 
+from .kernel_channel import message_size
 from .preprocessors import GuardedExecute as _Execute  # the course's Execute step
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -118,18 +119,47 @@ KERNEL_MODULES = ("__init__", "checks", "agent", "wire", "kernel_guard")
 SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
 
 
+def _project_roots() -> list[Path]:
+    """Where the kernel's posenc and autograder come from: this checkout, and the folder an editable install
+    of the project points at if that is another one (the kernel imports through the install's finder)."""
+    roots = [ROOT]
+    try:
+        from importlib.metadata import PackageNotFoundError, distribution
+
+        info = json.loads(distribution("posenc").read_text("direct_url.json") or "{}")
+    except (PackageNotFoundError, ValueError, OSError):
+        info = {}
+    url = info.get("url", "")
+    if info.get("dir_info", {}).get("editable") and url.startswith("file://"):
+        roots.append(Path(url.removeprefix("file://")))
+    return roots
+
+
 def _readonly_paths() -> list[Path]:
-    """What the kernel may read besides the system folders: Python, the virtualenv, posenc, autograder.checks,
-    and the book's public data (book/data: the arena's stored results, which chapter 8's exercises read)."""
-    paths = [Path(sys.base_prefix), Path(sys.prefix), Path(sys.executable).resolve().parent.parent,
-             ROOT / "posenc", ROOT / "book" / "data"]
-    paths += [ROOT / "autograder" / f"{name}.py" for name in KERNEL_MODULES]
+    """What the kernel may read besides the system folders: Python, the virtualenv, posenc, the kernel's part of
+    autograder, and the book's public data (book/data: the arena's stored results, which chapter 8 reads)."""
+    paths = [Path(sys.base_prefix), Path(sys.prefix), Path(sys.executable).resolve().parent.parent]
+    for root in _project_roots():
+        paths += [root / "posenc", root / "book" / "data"]
+        paths += [root / "autograder" / f"{name}.py" for name in KERNEL_MODULES]
     out = []
     for p in paths:
         real = Path(os.path.realpath(p))
         if real.exists() and real not in out and not any(real.is_relative_to(q) for q in out if q.is_dir()):
             out.append(real)
     return out
+
+
+def _symlinks() -> list[tuple[str, Path]]:
+    """(target, link) for every symbolic link on the way to the paths the kernel is started through (a
+    virtualenv that is itself a link, a link in a parent folder): the sandbox binds resolved paths, so these
+    links are made again inside it, or the kernel's interpreter would not be found there."""
+    links = []
+    for path in (Path(sys.executable).absolute(), Path(sys.prefix), *_project_roots()):
+        for part in [*reversed(path.parents), path]:
+            if part.is_symlink() and not any(link == part for _, link in links):
+                links.append((os.path.realpath(part), part))
+    return links
 
 
 def _mount_args(readonly: list[Path], writable: list[tuple[Path, Path]]) -> list[str]:
@@ -162,6 +192,14 @@ def _mount_args(readonly: list[Path], writable: list[tuple[Path, Path]]) -> list
         parents(target)
         args += ["--bind", str(source), str(target)]
         made.add(target)
+    # (a link inside a bound folder, or behind a link made here, is already there)
+    bound = [Path(n) for n in SYSTEM] + list(readonly) + [target for _, target in writable]
+    for target, link in sorted(_symlinks(), key=lambda pair: len(pair[1].parts)):
+        if link not in made and not any(link.is_relative_to(b) for b in bound):
+            parents(link)
+            args += ["--symlink", target, str(link)]
+            made.add(link)
+            bound.append(link)
     return args
 
 
@@ -266,6 +304,39 @@ class SandboxKernelManager(AsyncKernelManager):
     cleanup_resources = _async_cleanup_resources
 
 
+PREFLIGHT = "import ipykernel, numpy, posenc, autograder.agent, autograder.checks, autograder.kernel_guard"
+
+
+def preflight(timeout: float = 120) -> str | None:
+    """Start the kernel's interpreter in the sandbox exactly as grading will (same mounts, limits and uid)
+    and import what a grading kernel imports; why that fails, in one line, or None. Run once by `grade`
+    before anyone is graded, so that a sandbox that cannot work (a virtualenv outside the bound paths, a
+    package missing inside) is one clear message instead of every submission failing."""
+    manager = SandboxKernelManager()
+    manager._sandbox_dir = Path(tempfile.mkdtemp(prefix="posenc-sandbox-"))
+    try:
+        os.chmod(manager._sandbox_dir, 0o711)
+        for name in ("ipc", "work"):
+            (manager._sandbox_dir / name).mkdir()
+        manager._sandbox_cwd = manager._sandbox_dir / "work"
+        manager._sandbox_uid = 200_000 + secrets.randbelow(800_000) if os.geteuid() == 0 else None
+        if manager._sandbox_uid is not None:
+            for name in ("ipc", "work"):
+                os.chown(manager._sandbox_dir / name, manager._sandbox_uid, manager._sandbox_uid)
+        argv = manager.sandbox_argv([str(Path(sys.executable).absolute()), "-c", PREFLIGHT])
+        try:
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return f"the sandboxed interpreter did not start ({exc})"
+        if done.returncode:
+            lines = [line.strip() for line in (done.stderr or "").splitlines() if line.strip()]
+            return (f"a kernel cannot start in the sandbox: {lines[-1] if lines else f'exit status {done.returncode}'}"
+                    f" (interpreter {Path(sys.executable).absolute()}, virtualenv {sys.prefix})")
+        return None
+    finally:
+        shutil.rmtree(manager._sandbox_dir, ignore_errors=True)
+
+
 class SandboxedExecute(_Execute):
     """The course's Execute step (GuardedExecute), with each kernel started by SandboxKernelManager.
     Configured for autograde only: students' own `nbgrader validate` and JupyterLab are unaffected.
@@ -289,11 +360,15 @@ class SandboxedExecute(_Execute):
         self._output_used = {}
         return super().preprocess(nb, resources, km)
 
+    def handle_comm_msg(self, outs, msg, cell_index):
+        """Widget (comm) messages are dropped: nbclient would keep every one in memory for the notebook's
+        widget state, which a grading run never shows (InertOutputs removes widget views)."""
+        return None
+
     def output(self, outs, msg, display_id, cell_index):
         content = msg.get("content", {})
         if msg.get("msg_type") != "error":
-            size = len(content.get("text", "")) + sum(len(v) for v in content.get("data", {}).values()
-                                                       if isinstance(v, str))
+            size = message_size(content)
             used = self._output_used.get(cell_index, 0)
             self._output_used[cell_index] = used + size
             if used + size > self.max_output_chars:

@@ -1,0 +1,204 @@
+"""Grading survives any handed-in file and any accident: tampered nbgrader metadata is named as such, a
+worker killed mid-grading costs at most the submission it was grading, a notebook has a total time limit,
+floods of widget messages and non-text output cost nothing, huge cells cost the demo-cell analysis nothing.
+The slow tests run the real `python -m autograder grade` with the sandbox."""
+
+from __future__ import annotations
+
+import copy
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder import course, grading, synthetic
+from autograder.liveness import MAX_SOURCE, cell_names
+
+CHAPTER = "02_sinusoidal"  # numpy only: the quickest chapter to grade
+
+
+def _lesson_copy(tmp_path, edit) -> Path:
+    nb = nbformat.read(course.ROOT / "lessons" / CHAPTER / f"{CHAPTER}.ipynb", as_version=4)
+    edit(nb)
+    path = tmp_path / f"{CHAPTER}.ipynb"
+    nbformat.write(nb, str(path))
+    return path
+
+
+def _graded_cells(nb):
+    return [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")]
+
+
+def _test_cell(nb):
+    return next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade") and c.cell_type == "code"
+                and not c.metadata["nbgrader"].get("solution"))
+
+
+@pytest.mark.parametrize("edit, words", [
+    (lambda nb: _test_cell(nb).metadata["nbgrader"].update(grade_id="renamed"), "grade_id 'renamed'"),
+    (lambda nb: nb.cells.append(copy.deepcopy(_test_cell(nb))), "appears twice"),
+    (lambda nb: _test_cell(nb).metadata["nbgrader"].update(solution=True), "solution changed"),
+    (lambda nb: _test_cell(nb).metadata["nbgrader"].pop("grade_id"), "without a grade_id"),
+    (lambda nb: _test_cell(nb).metadata["nbgrader"].update(grade=False), "grade changed"),
+    (lambda nb: nb.cells[0].metadata.update(nbgrader={"grade": True, "grade_id": "x", "points": 99}), "'x'"),
+])
+def test_tampered_nbgrader_metadata_is_named_as_such(tmp_path, edit, words):
+    problem = grading.metadata_tampering(_lesson_copy(tmp_path, edit), CHAPTER)
+    assert problem and "tampered" in problem and words in problem, problem
+
+
+def test_what_nbgrader_puts_back_itself_is_not_tampering(tmp_path):
+    def edit(nb):
+        meta = _test_cell(nb).metadata["nbgrader"]
+        meta["points"], meta["locked"] = 100, False
+        nb.cells.remove(_graded_cells(nb)[-1])
+    assert grading.metadata_tampering(_lesson_copy(tmp_path, edit), CHAPTER) is None
+
+
+def test_find_submissions_refuses_a_tampered_notebook_with_one_line(tmp_path):
+    b = synthetic.Builder(CHAPTER)
+    good, bad = b.perfect("good"), b.perfect("bad")
+    _test_cell(bad.notebook).metadata["nbgrader"]["solution"] = True
+    for student in (good, bad):
+        student.write(tmp_path)
+    found, errors = grading.find_submissions(tmp_path)
+    assert [s.student for s in found] == ["good"]
+    assert len(errors) == 1 and errors[0].startswith("bad: ") and "tampered" in errors[0], errors
+
+
+def test_the_demo_cell_analysis_is_bounded():
+    huge = "x = 1\n" * (MAX_SOURCE // 6 + 1)
+    assert cell_names(huge) is None  # not analysed: treated like a cell that does not parse
+    deep = "(" * 5000 + ")" * 5000
+    assert cell_names(deep) is None
+
+
+# -- the real pipeline ----------------------------------------------------------------------------------
+
+def _grade(submissions: Path, course_dir: Path, *args, env=None, **kwargs) -> subprocess.Popen:
+    env = {**os.environ, "POSENC_COURSE_DIR": str(course_dir), "POSENC_CELL_TIMEOUT": "60", **(env or {})}
+    return subprocess.Popen([sys.executable, "-m", "autograder", "grade", str(submissions), *args],
+                            cwd=course.ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, **kwargs)
+
+
+def _scores(course_dir: Path) -> dict:
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{course_dir / 'gradebook.db'}", "posenc") as gb:
+        return {(s.student.id, a.name): {g.name: g.score for nb in s.notebooks for g in nb.grades}
+                for a in gb.assignments for s in a.submissions}
+
+
+def _sleeper(b: synthetic.Builder, student: str, seconds: int) -> synthetic.Student:
+    """A perfect submission whose first solution cell sleeps first (time for the test to act)."""
+    first = next(i for i, ex in enumerate(b.a.exercises) if ex.solutions)
+    return b._perfect_with(student, {first: f"import time\ntime.sleep({seconds})\n"}, set(b.a.test_ids()))
+
+
+def _kill_when_grading(course_dir: Path, pair: str, deadline: float, not_pid: int | None = None) -> int:
+    """Wait until a worker notes it is grading ``pair``, then SIGKILL it (as the OOM killer would)."""
+    marker = course_dir / "in_progress" / pair
+    while time.monotonic() < deadline:
+        try:
+            pid = int(marker.read_text())
+        except (OSError, ValueError):
+            pid = None
+        if pid and pid != not_pid:
+            os.kill(pid, signal.SIGKILL)
+            return pid
+        time.sleep(0.2)
+    raise AssertionError(f"no worker started grading {pair}")
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("grading_robustness")
+def test_a_killed_worker_costs_only_the_submission_it_was_grading(tmp_path):
+    b = synthetic.Builder(CHAPTER)
+    honest = [b.perfect(f"honest{i}") for i in range(4)] + [b.blank("blank")]
+    for student in honest + [_sleeper(b, "victim", 12)]:
+        student.write(tmp_path / "subs")
+    course_dir = tmp_path / "course"
+    run = _grade(tmp_path / "subs", course_dir, "--jobs", "2")
+    deadline = time.monotonic() + 600
+    first = _kill_when_grading(course_dir, f"{CHAPTER}__victim", deadline)
+    _kill_when_grading(course_dir, f"{CHAPTER}__victim", deadline, not_pid=first)  # and again on its retry
+    out, _ = run.communicate(timeout=900)
+    assert run.returncode == 1, out
+    errors = [line for line in out.splitlines() if line.startswith("ERROR")]
+    assert len(errors) == 1 and errors[0].startswith(f"ERROR victim: {CHAPTER}") and "died" in errors[0] and "twice" in errors[0], out
+    scores = _scores(course_dir)
+    for student in honest:
+        assert scores[(student.student, CHAPTER)] == student.expected, (student.student, out[-3000:])
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("grading_robustness")
+def test_a_notebook_has_a_total_time_limit_and_floods_cost_nothing(tmp_path):
+    b = synthetic.Builder(CHAPTER)
+    code = [i for i, ex in enumerate(b.a.exercises) if ex.solutions]
+    # Exercise 2 on sleeps longer than the notebook may run: it is interrupted, later cells are not run.
+    sleepy = b._perfect_with("sleepy", {code[1]: "import time\ntime.sleep(50)\n",
+                                        code[2]: "import time\ntime.sleep(50)\n"},
+                             b._tests_of(range(code[1])))
+    flood = ("from ipykernel.comm import Comm\n_c = Comm(target_name='flood')\n"
+             "for _i in range(3000):\n    _c.send({'x': 'y' * 10000})\n"
+             "from IPython.display import display\n"
+             "display({'application/json': {'k': ['v' * 1000] * 20000}}, raw=True)\n")
+    flooder = b._perfect_with("flooder", {code[0]: flood}, set(b.a.test_ids()))
+    for student in (sleepy, flooder):
+        student.write(tmp_path / "subs")
+    course_dir = tmp_path / "course"
+    start = time.monotonic()
+    run = _grade(tmp_path / "subs", course_dir, "--jobs", "2", env={"POSENC_NOTEBOOK_TIMEOUT": "25"})
+    out, _ = run.communicate(timeout=600)
+    assert run.returncode == 0, out
+    assert time.monotonic() - start < 200, "the notebook limit bounds a sleeping notebook"
+    scores = _scores(course_dir)
+    assert scores[("sleepy", CHAPTER)] == sleepy.expected, out[-3000:]
+    assert scores[("flooder", CHAPTER)] == flooder.expected, out[-3000:]
+    autograded = course_dir / "autograded" / "flooder" / CHAPTER / f"{CHAPTER}.ipynb"
+    assert autograded.stat().st_size < 2_000_000, "non-text output and widget messages are not kept"
+    nb = nbformat.read(autograded, as_version=4)
+    text = str([c.outputs for c in nb.cells if c.cell_type == "code"])
+    assert "used up the 25 s" not in text
+    sleepy_nb = nbformat.read(course_dir / "autograded" / "sleepy" / CHAPTER / f"{CHAPTER}.ipynb", as_version=4)
+    assert "used up the 25 s" in str([c.outputs for c in sleepy_nb.cells if c.cell_type == "code"])
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("grading_robustness")
+def test_grading_works_from_a_symlinked_virtualenv(tmp_path):
+    """`.venv` as a symbolic link to the real environment (and the interpreter started through it): the
+    sandbox recreates the link, so a perfect submission still gets full marks."""
+    link = tmp_path / "venv-link"
+    link.symlink_to(Path(sys.prefix).resolve(), target_is_directory=True)
+    b = synthetic.Builder(CHAPTER)
+    perfect = b.perfect()
+    perfect.write(tmp_path / "subs")
+    course_dir = tmp_path / "course"
+    env = {**os.environ, "POSENC_COURSE_DIR": str(course_dir), "POSENC_CELL_TIMEOUT": "60"}
+    done = subprocess.run([str(link / "bin" / "python"), "-m", "autograder", "grade", str(tmp_path / "subs")],
+                          cwd=course.ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert _scores(course_dir)[("perfect", CHAPTER)] == perfect.expected
+
+
+def test_a_kernel_that_cannot_start_in_the_sandbox_is_one_line_before_anyone_is_graded(tmp_path, monkeypatch):
+    from autograder import sandbox
+
+    if sandbox.unavailable():
+        pytest.skip(sandbox.unavailable())
+    monkeypatch.setattr(sandbox, "PREFLIGHT", "import a_module_the_sandbox_lacks")
+    monkeypatch.setenv("POSENC_COURSE_DIR", str(tmp_path / "course"))
+    synthetic.Builder(CHAPTER).perfect().write(tmp_path / "subs")
+    lines = []
+    assert grading.grade(tmp_path / "subs", out=lines.append) == 2
+    assert len(lines) == 1 and lines[0].startswith("ERROR nobody was graded: a kernel cannot start in the sandbox")
+    assert "a_module_the_sandbox_lacks" in lines[0] and "virtualenv" in lines[0], lines
+    assert not (tmp_path / "course" / "submitted").exists(), "nothing was copied or graded"
