@@ -7,6 +7,9 @@
    perfect, partial and blank, spread over the chapters) with ``--jobs 1`` and ``--jobs 2``.
 3. The sandbox's cost: one chapter's correct submission autograded sandboxed and unsandboxed, alternating,
    in one process (autograder.sandbox.benchmark). Target: at most 1.2 x.
+4. The cost of deciding tests outside the student's process (autograder.verdict): per chapter, a correct
+   submission autograded with the verdicts decided by the grader and by nbgrader's own rule (the kernel
+   runs the hidden tests and its outputs decide), alternating in one process. Target: at most 1.2 x.
 
 Grading in 1 and 2 is sandboxed, as ``grade`` is by default.
 
@@ -109,6 +112,44 @@ def whole_class(folder: Path, jobs: int, workdir: Path) -> float:
     return seconds
 
 
+def verdict_cost(name: str, repeat: int, workdir: Path) -> dict:
+    """Median autograde seconds of one correct submission of ``name`` with the tests decided in the grading
+    process and by the kernel's outputs (nbgrader's rule, as before autograder.verdict), alternating in one
+    process so that a change in the machine's load hits both alike."""
+    import copy
+
+    from . import grading
+
+    os.environ["POSENC_COURSE_DIR"] = str(workdir / "course")
+    cfg = grading.load_config()
+    failures = grading.sync_assignments([name], cfg)
+    if failures:
+        raise RuntimeError(failures[name])
+    apis = {}
+    for kind, outside in (("outside", True), ("kernel", False)):
+        kind_cfg = copy.deepcopy(cfg)
+        kind_cfg.GuardedExecute.decide_outside = outside
+        apis[kind] = grading._api(kind_cfg)
+    nb = synthetic.Builder(name).perfect().notebook
+    students = {kind: f"bench_{kind}" for kind in apis}
+    grading.register_students(students.values(), cfg)
+    for student in students.values():
+        path = Path(cfg.CourseDirectory.submitted_directory) / student / name / f"{name}.ipynb"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        nbformat.write(nb, str(path))
+    times = {kind: [] for kind in apis}
+    for _ in range(repeat + 1):  # the first round warms the caches and is not counted
+        for kind, api in apis.items():
+            start = time.perf_counter()
+            result = api.autograde(name, students[kind], force=True, create=True)
+            if not result["success"]:
+                raise RuntimeError(f"{kind} autograde of {name} failed: {grading._last_error(result)}")
+            times[kind].append(time.perf_counter() - start)
+    row = {kind: statistics.median(t[1:]) for kind, t in times.items()}
+    row["ratio"] = row["outside"] / row["kernel"]
+    return row
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m autograder.bench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -116,6 +157,8 @@ def main(argv=None) -> int:
     parser.add_argument("--class-size", type=int, default=100, help="submissions in the class (0: skip)")
     parser.add_argument("--jobs", type=int, nargs="*", default=[1, 2], help="--jobs values to time the class with")
     parser.add_argument("--chapters", nargs="*", help="chapters (default: all)")
+    parser.add_argument("--verdict-chapters", nargs="*", default=None,
+                        help="chapters whose grader-decided/kernel-decided ratio is measured (default: all)")
     parser.add_argument("--sandbox-chapter", default=None,
                         help="chapter whose sandboxed/unsandboxed ratio is measured (default: the first; '' skips)")
     args = parser.parse_args(argv)
@@ -149,6 +192,14 @@ def main(argv=None) -> int:
 
             print("\nthe sandbox's cost per submission:", flush=True)
             sandbox.benchmark(sandbox_chapter, repeat=args.repeat, workdir=workdir / "sandbox")
+        verdict_chapters = names if args.verdict_chapters is None else args.verdict_chapters
+        if verdict_chapters:
+            print("\nthe cost of deciding tests outside the kernel, per submission "
+                  f"(median of {args.repeat}, alternating):", flush=True)
+            print("\n| chapter | grader decides (s) | kernel decides (s) | ratio |\n|---|---|---|---|")
+            for name in verdict_chapters:
+                row = verdict_cost(name, args.repeat, workdir / "verdict" / name)
+                print(f"| {name} | {row['outside']:.2f} | {row['kernel']:.2f} | {row['ratio']:.2f} |", flush=True)
     print(f"load average {_load():.1f} at the end")
     return 0
 
