@@ -600,6 +600,14 @@ PAYLOADS = {
                          '    _ip = get_ipython()\n'
                          '    _ip.kernel.do_execute = type(_ip.kernel).do_execute.__get__(_ip.kernel)  # undo the guard\n'
                          '    _ip.input_transformers_post.append(lambda lines: ["pass\\n"])'),
+    # The grader's own agent in the kernel replaced: every name "is a function", every call "returns" 0.
+    "forge_replies": ('import autograder.agent as _agent, autograder.wire as _wire\n'
+                      'def _forged(text, namespace=None):\n'
+                      '    request = _wire.loads(text)\n'
+                      '    if request["op"] == "describe":\n'
+                      '        return {"ok": True, "value": {n: {"kind": "callable"} for n in request["names"]}}\n'
+                      '    return {"ok": True, "value": 0.0}\n'
+                      '_agent.handle = _forged'),
 }
 
 # Hooks a correct solution may carry for its own reasons: the grade must not change.

@@ -131,9 +131,10 @@ def graded_class(tmp_path_factory):
             for i, name in enumerate(HOSTILE):
                 students += synthetic.hostile_class(name, DIFFERENT.get(name), CALLS_REFERENCE.get(name),
                                                     separate_patches=(i == 0), stubborn=(i == 0), workdir=root)
-            for name in [n for n in CHAPTERS if n not in HOSTILE]:  # (the hostile set has its "different")
-                students.append(synthetic.Builder(name).replaced_solutions("different", DIFFERENT[name],
-                                                                           zero_if_blocked=False))
+            for name in [n for n in CHAPTERS if n not in HOSTILE]:  # (the hostile set has these and more)
+                b = synthetic.Builder(name)
+                students += [b.replaced_solutions("different", DIFFERENT[name], zero_if_blocked=False),
+                             b.payload("hooks_all", "\n".join(synthetic.PAYLOADS.values())), b.harmless_hooks()]
             for name, replacements in WARNING_VARIANTS.items():
                 students.append(synthetic.Builder(name).replaced_solutions("warns", replacements,
                                                                            zero_if_blocked=False))
