@@ -440,9 +440,11 @@ def test_no_instructor_file_changed_and_nothing_planted(attacked):
     hostile_names = {s.student for s in attacked.attackers} | {attacked.late.student}
     for path in new:
         rel = Path(path).relative_to(attacked.course) if Path(path).is_relative_to(attacked.course) else None
-        assert rel is not None and rel.parts[0] in ("submitted", "autograded") and rel.parts[1] in hostile_names, \
-            f"a file appeared outside the graded students' folders: {path}"
-        assert rel.name == f"{CHAPTER}.ipynb", f"a planted file reached the grader's folders: {path}"
+        assert rel is not None and rel.parts[0] in ("submitted", "autograded", "verdicts") \
+            and rel.parts[1] in hostile_names, f"a file appeared outside the graded students' folders: {path}"
+        # (verdicts/<student>/<chapter>.json is what the grading process decided, written by it alone)
+        want = f"{CHAPTER}.json" if rel.parts[0] == "verdicts" else f"{CHAPTER}.ipynb"
+        assert rel.name == want, f"a planted file reached the grader's folders: {path}"
     links = [p for p in attacked.course.rglob("*") if p.is_symlink()]
     assert not links, f"symlinks in the course folder: {links}"
 
