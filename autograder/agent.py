@@ -1,8 +1,10 @@
 """The grader's agent inside a student's kernel: calls the student's code on inputs the grader sends.
 
-While autograding, the grading process (``autograder.verdict``) decides each test from values. It sends a
-request to the kernel as one silent execute request, ``__import__('autograder.agent').agent.serve('...')``,
-and reads back the reply this module publishes as display data of type ``MIME``. A request is one of:
+While autograding, the grading process (``autograder.verdict``) decides each test from values. Loaded as an
+IPython extension when the grading kernel starts (``--IPKernelApp.extensions``), this module opens a comm
+target, ``TARGET``: the grader sends each request as a comm message and reads the reply from the comm
+(a comm message skips IPython's cell machinery: about 1 ms a call against 4 ms for an execute request).
+A request is one of:
 
 * ``describe``: for each name, whether the notebook defines it, and its value if it is data;
 * ``call``: call the notebook's function or class ``name`` with the given arguments;
@@ -17,10 +19,11 @@ uses what it returns as the student's answers, and checks them against posenc in
 from __future__ import annotations
 
 import importlib
+import sys
 
 from . import wire
 
-MIME = "application/x-posenc-reply"
+TARGET = "posenc-grader"
 
 
 def _namespace() -> dict:
@@ -31,17 +34,19 @@ def _namespace() -> dict:
 
 
 def _reference(path: str):
-    """The posenc object named by a dotted path (a module, or an attribute chain inside one)."""
+    """The posenc object named by a dotted path (a module, or an attribute chain inside one): found from the
+    longest prefix that is an imported module (posenc.attention is both a module and a function of posenc),
+    importing only when none is (a failed import searches the whole path: milliseconds per call)."""
     parts = path.split(".")
     for cut in range(len(parts), 0, -1):
-        try:
-            obj = importlib.import_module(".".join(parts[:cut]))
-        except ImportError:
+        module = sys.modules.get(".".join(parts[:cut]))
+        if module is None:
             continue
+        obj = module
         for attr in parts[cut:]:
             obj = getattr(obj, attr)
         return obj
-    raise ImportError(path)
+    return importlib.import_module(path)
 
 
 def _blocked(paths):
@@ -88,14 +93,21 @@ def handle(text: str, namespace: dict | None = None) -> dict:
                 "message": str(exc)[:4000]}
 
 
-def serve(text: str) -> None:
-    """Handle one request and publish the reply as display data (the grader reads it from the iopub stream)."""
-    from IPython.display import publish_display_data
+def _on_open(comm, open_msg) -> None:
+    """Answer every message on the grader's comm with the reply to the request it carries."""
+    @comm.on_msg
+    def _reply(msg):
+        request = msg.get("content", {}).get("data", {}).get("request")
+        try:
+            payload = wire.dumps(handle(request))
+        except (wire.WireError, ValueError) as exc:
+            payload = wire.dumps({"ok": False, "type": "WireError", "module": "autograder.wire",
+                                  "message": f"the answer cannot be sent to the grader: {exc}"})
+        comm.send({"reply": payload})
 
-    reply = handle(text)
-    try:
-        payload = wire.dumps(reply)
-    except (wire.WireError, ValueError) as exc:
-        payload = wire.dumps({"ok": False, "type": "WireError", "module": "autograder.wire",
-                              "message": f"the answer cannot be sent to the grader: {exc}"})
-    publish_display_data({MIME: payload})
+
+def load_ipython_extension(shell) -> None:
+    """Open the grader's comm target in this kernel (before any notebook code runs)."""
+    from comm import get_comm_manager
+
+    get_comm_manager().register_target(TARGET, _on_open)

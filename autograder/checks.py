@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import inspect
 import math
 import sys
@@ -185,6 +186,7 @@ def equal(actual, expected, what="the answer"):
                              f"({int(wrong.sum())} of {wrong.size} entries differ)")
 
 
+@functools.lru_cache(maxsize=None)  # (a code object is immutable: one per function is enough)
 def _blocked(qualname, n_freevars):
     """A code object that raises, with as many free variables as the function it replaces (Python requires it)."""
     names = [f"_free{i}" for i in range(n_freevars)]

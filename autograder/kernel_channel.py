@@ -1,8 +1,9 @@
 """The grading process's channel to the student's kernel while nbgrader executes it (``autograder.verdict``).
 
-Each request is one silent execute request that calls ``autograder.agent.serve``: silent, so the notebook's
-``pre_run_cell``/``post_run_cell`` callbacks and display hook do not run and the execution count does not
-move. The reply is the first display data of type ``agent.MIME`` that the kernel publishes for that request.
+Each request is one message on the comm the grader's agent opens in the kernel (``autograder.agent``): no
+cell runs, so the notebook's input transformers, ``pre_run_cell``/``post_run_cell`` callbacks and display hook
+are not involved and the execution count does not move. The reply is the first message the kernel sends on
+the comm while handling that request.
 All requests of one test cell share one deadline (the cell timeout); past it the kernel is interrupted, and
 a kernel that does not come back, or dies, is reported as ``KernelLost``.
 """
@@ -12,10 +13,11 @@ from __future__ import annotations
 import json
 import queue
 import time
+import uuid
 
 from jupyter_core.utils import ensure_async, run_sync
 
-from .agent import MIME
+from .agent import TARGET
 from .verdict import Channel, ChannelFailure, KernelLost
 
 MAX_MESSAGE_BYTES = 256 << 20  # everything one request may send back before the grader stops reading
@@ -33,7 +35,8 @@ def message_size(content: dict) -> int:
 
 
 class KernelChannel(Channel):
-    """Requests to the kernel of a running nbclient ``client`` (nbgrader's Execute step)."""
+    """Requests to the kernel of a running nbclient ``client`` (nbgrader's Execute step), as messages on the
+    agent's comm (``agent.TARGET``, opened on the first request)."""
 
     def __init__(self, client, seconds: float):
         self.client, self.deadline = client, time.monotonic() + seconds
@@ -42,24 +45,39 @@ class KernelChannel(Channel):
     def request(self, payload: str) -> str:
         if self.failed is not None:  # one timeout or flood ends the cell's calls
             raise self.failed
-        code = f"__import__('autograder.agent').agent.serve({payload!r})"
         try:
-            return run_sync(self._request)(code)
+            return run_sync(self._request)(payload)
         except ChannelFailure as exc:
             self.failed = exc
             raise
 
-    async def _request(self, code: str) -> str:
+    def _send(self, msg_type: str, content: dict) -> str:
         kc = self.client.kc
-        msg_id = await ensure_async(kc.execute(code, silent=True, store_history=False, allow_stdin=False,
-                                               stop_on_error=False))
-        reply, error, used = None, None, 0
+        msg = kc.session.msg(msg_type, content)
+        kc.shell_channel.send(msg)
+        return msg["header"]["msg_id"]
+
+    async def _request(self, payload: str) -> str:
+        comm_id = getattr(self.client, "_posenc_comm", None)
+        if comm_id is None:  # one comm per kernel, opened by the first request
+            comm_id = self.client._posenc_comm = uuid.uuid4().hex
+            await self._wait(self._send("comm_open", {"comm_id": comm_id, "target_name": TARGET, "data": {}}))
+        reply = await self._wait(self._send("comm_msg", {"comm_id": comm_id, "data": {"request": payload}}))
+        if reply is None:
+            raise ChannelFailure("the notebook's kernel did not answer the grader's call: code in the notebook "
+                                 "changed or blocked the grader's agent")
+        return reply
+
+    async def _wait(self, msg_id: str) -> str | None:
+        """The reply the kernel sends on the comm for request ``msg_id`` (None if it goes idle without one)."""
+        kc = self.client.kc
+        reply, used = None, 0
         while True:
             remaining = self.deadline - time.monotonic()
             if remaining <= 0:
                 await self._interrupt(msg_id)
                 raise ChannelFailure(f"the notebook's code did not return within {self.seconds:g} s (the time "
-                                   "one test cell gets)")
+                                     "one test cell gets)")
             try:
                 msg = await ensure_async(kc.get_iopub_msg(timeout=min(remaining, 2.0)))
             except queue.Empty:
@@ -74,16 +92,9 @@ class KernelChannel(Channel):
                 raise ChannelFailure(f"the notebook's code sent more than {MAX_MESSAGE_BYTES >> 20} MB of output")
             kind, content = msg.get("msg_type"), msg.get("content", {})
             if kind == "status" and content.get("execution_state") == "idle":
-                break
-            if kind == "display_data" and reply is None and isinstance(content.get("data", {}).get(MIME), str):
-                reply = content["data"][MIME]
-            elif kind == "error" and error is None:
-                error = f"{content.get('ename', '')}: {content.get('evalue', '')}"[:500]
-        if reply is None:
-            raise ChannelFailure("the notebook's kernel did not answer the grader's call"
-                               + (f" ({error})" if error else "") +
-                               ": code in the notebook changed or blocked what the grader runs")
-        return reply
+                return reply
+            if kind == "comm_msg" and reply is None and isinstance(content.get("data", {}).get("reply"), str):
+                reply = content["data"]["reply"]
 
     async def _interrupt(self, msg_id: str) -> None:
         """Interrupt the kernel and wait for it to finish the request; KernelLost if it does not."""

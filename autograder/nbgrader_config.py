@@ -26,9 +26,11 @@ c.Exchange.path_includes_course = True
 # POSENC_CELL_TIMEOUT overrides it (the tests use a short one).
 c.Execute.timeout = int(os.environ.get("POSENC_CELL_TIMEOUT", "60"))
 c.Execute.interrupt_on_timeout = True
-# Quiet kernels (their start-up warnings are not the students' output), and the hook guard loaded before any
-# notebook code: IPython hooks a cell registers are removed before the next cell (autograder/kernel_guard.py).
-c.Execute.extra_arguments = ["--IPKernelApp.log_level=CRITICAL", "--IPKernelApp.extensions=autograder.kernel_guard"]
+# Quiet kernels (their start-up warnings are not the students' output), and two extensions loaded before any
+# notebook code: the hook guard (IPython hooks a cell registers are removed before the next cell,
+# autograder/kernel_guard.py) and the grader's agent, which the grading process calls (autograder/agent.py).
+c.Execute.extra_arguments = ["--IPKernelApp.log_level=CRITICAL", "--IPKernelApp.extensions=autograder.kernel_guard",
+                             "--IPKernelApp.extensions=autograder.agent"]
 # Test cells are decided in the grading process from the values the student's code returns
 # (autograder/verdict.py); the hidden tests' random cases are salted per submission with this secret, and
 # each submission's verdicts are written where `grade` reads its notes from.
