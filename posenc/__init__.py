@@ -32,9 +32,12 @@ from .rope import (
 )
 from .scaling import (
     METHODS,
+    base_context_bound,
     dynamic_ntk,
     dynamic_ntk_base,
     llama3,
+    longrope,
+    longrope_attention_factor,
     ntk_aware,
     ntk_base,
     position_interpolation,
@@ -75,6 +78,7 @@ __all__ = [
     "rope_frequencies", "rope_angles", "apply_rope", "apply_rope_complex", "rope_matrix", "layout_permutation",
     "rope_score_bound",
     "position_interpolation", "ntk_base", "ntk_aware", "dynamic_ntk_base", "dynamic_ntk", "yarn",
-    "yarn_attention_factor", "yarn_correction_range", "yarn_ramp", "yarn_ramp_paper", "llama3", "METHODS",
+    "yarn_attention_factor", "yarn_correction_range", "yarn_ramp", "yarn_ramp_paper", "llama3", "longrope",
+    "longrope_attention_factor", "base_context_bound", "METHODS",
     "softmax", "causal_mask", "attention", "permutation_matrix",
 ]

@@ -2,7 +2,7 @@ r"""Extending a RoPE model's context: new per-pair frequencies for a scale facto
 
 Every method returns the same pair ``(frequencies, attention_factor)``: ``frequencies`` is float64
 ``(d/2,)`` to pass to :func:`posenc.apply_rope` (``frequencies=``), and ``attention_factor`` multiplies cos
-and sin (1.0 except for YaRN). Where Hugging Face transformers (``modeling_rope_utils``), the code people
+and sin (1.0 except for YaRN and LongRoPE). Where Hugging Face transformers (``modeling_rope_utils``), the code people
 run, differs from the paper, these functions match transformers and the docstring says how.
 :data:`METHODS` maps names to functions of ``(d, base, scale, original_max_position, seq_len)``.
 """
@@ -195,6 +195,71 @@ def llama3(d, base=500000.0, scale=8.0, original_max_position=8192, low_freq_fac
     wavelength = 2 * np.pi / theta
     gamma = np.clip((original / wavelength - low) / (high - low), 0.0, 1.0)
     return (1.0 - gamma) * theta / s + gamma * theta, 1.0
+
+
+def longrope_attention_factor(scale, original_max_position) -> float:
+    r"""LongRoPE's attention factor :math:`\sqrt{1 + \ln s / \ln L_0}` (1 for s <= 1), applied to both q and k.
+
+    Ding et al. 2024 (arXiv:2402.13753); the default of transformers' ``_compute_longrope_parameters``
+    when the configuration gives no ``attention_factor``.
+    """
+    s = _checks.scale(scale)
+    original = _checks.integer("original_max_position", original_max_position, minimum=2)
+    return 1.0 if s <= 1.0 else math.sqrt(1.0 + math.log(s) / math.log(original))
+
+
+def longrope(d, base=10000.0, scale=1.0, original_max_position=None, seq_len=None, short_factor=None,
+             long_factor=None):
+    r"""LongRoPE: every pair's frequency divided by its own rescale factor, from one of two searched lists.
+
+    .. math:: \theta'_i = \frac{\theta_i}{\lambda_i}, \qquad
+              \lambda = \begin{cases} \texttt{long\_factor} & \text{if } L > L_0 \\
+                                      \texttt{short\_factor} & \text{otherwise} \end{cases}, \qquad
+              \text{attention factor} = \sqrt{1 + \ln s / \ln L_0}
+
+    Ding et al. 2024 (arXiv:2402.13753) find the per-pair factors by an evolutionary search; Phi-3's
+    configurations ship them as ``short_factor`` and ``long_factor`` (each ``(d/2,)``). This is transformers'
+    ``_compute_longrope_parameters`` (``rope_type="longrope"``): the long list is used when the current
+    length ``seq_len`` (transformers: largest position id + 1) exceeds ``original_max_position``, the short
+    one otherwise (also when seq_len is None), and the attention factor depends on s only
+    (:func:`longrope_attention_factor`). Not in :data:`METHODS`: its factors are data, not a formula.
+    Returns (float64 ``(d/2,)``, float).
+    """
+    if original_max_position is None or short_factor is None or long_factor is None:
+        raise TypeError("longrope needs original_max_position, short_factor and long_factor")
+    d = _checks.even_dim("d", d)
+    original = _checks.integer("original_max_position", original_max_position, minimum=2)
+    factors = {}
+    for name, value in (("short_factor", short_factor), ("long_factor", long_factor)):
+        arr = _checks.finite_array(name, value)
+        if arr.shape != (d // 2,):
+            raise ValueError(f"{name} must hold d/2 = {d // 2} numbers, one per pair, got shape {arr.shape}")
+        if (arr <= 0).any():
+            raise ValueError(f"{name} must be > 0 (each divides a frequency), got {arr[arr <= 0][:3].tolist()}")
+        factors[name] = arr
+    long = seq_len is not None and _checks.integer("seq_len", seq_len, minimum=1) > original
+    chosen = factors["long_factor"] if long else factors["short_factor"]  # (d/2,)
+    return rope_frequencies(d, base) / chosen, longrope_attention_factor(scale, original)
+
+
+def base_context_bound(d, base, max_offset=1_000_000) -> int | None:
+    r"""The first relative distance m >= 1 at which :math:`B_m = \sum_{i} \cos(m\theta_i)` is negative.
+
+    Men et al. 2024 ("Base of RoPE Bounds Context Length", arXiv:2405.14591): with q and k drawn so that
+    k is q plus independent noise, the expected score with a similar key exceeds that with a random key by a
+    positive multiple of :math:`B_m`; a model can tell a similar token from a random one at every distance
+    up to L only if :math:`B_m \ge 0` for all m <= L. The returned m is the first distance where the base
+    cannot (None if :math:`B_m \ge 0` up to ``max_offset``). Computed in blocks of distances, float64.
+    """
+    theta = rope_frequencies(d, base)  # (d/2,)
+    top = _checks.integer("max_offset", max_offset, minimum=1)
+    block = max(1, 2_000_000 // theta.size)
+    for start in range(1, top + 1, block):
+        m = np.arange(start, min(start + block, top + 1), dtype=np.float64)  # (block,)
+        negative = np.flatnonzero(np.cos(np.outer(m, theta)).sum(axis=1) < 0)
+        if negative.size:
+            return int(m[negative[0]])
+    return None
 
 
 def _by_name(fn, *needs):

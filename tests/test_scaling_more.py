@@ -218,3 +218,94 @@ def test_paper_ramp_matches_naive_and_is_monotone(d, base, L0, fast, slow):
 def test_paper_ramp_bad_input(call, exc, match):
     with pytest.raises(exc, match=match):
         call()
+
+
+# --- LongRoPE (transformers' rope_type="longrope") -------------------------------------------------------
+
+def hf_longrope_loop(d, base, L0, seq_len, short_factor, long_factor, factor=None, max_position=None):
+    """transformers 5.x ``_compute_longrope_parameters``, written out as a loop over the pairs. Its code:
+
+        if factor is None:
+            factor = config.max_position_embeddings / original_max_position_embeddings
+        if attention_factor is None:
+            if factor <= 1.0:
+                attention_factor = 1.0
+            else:
+                attention_factor = math.sqrt(1 + math.log(factor) / math.log(original_max_position_embeddings))
+        if seq_len and seq_len > original_max_position_embeddings:
+            ext_factors = torch.tensor(long_factor, dtype=torch.float32, device=device)
+        else:
+            ext_factors = torch.tensor(short_factor, dtype=torch.float32, device=device)
+        inv_freq_shape = torch.arange(0, dim, 2, dtype=torch.int64, device=device).float() / dim
+        inv_freq = 1.0 / (ext_factors * base**inv_freq_shape)
+    """
+    if factor is None:
+        factor = max_position / L0
+    attention = 1.0 if factor <= 1.0 else math.sqrt(1 + math.log(factor) / math.log(L0))
+    ext = long_factor if (seq_len and seq_len > L0) else short_factor
+    inv = []
+    for k, i in enumerate(range(0, d, 2)):
+        inv.append(1.0 / (ext[k] * base ** (i / d)))
+    return np.array(inv), attention
+
+
+@settings(max_examples=80, deadline=None)
+@given(d=dims, base=bases, s=scales, L0=lengths, seq=st.integers(1, 400_000), data=st.data())
+def test_longrope_is_transformers_longrope(d, base, s, L0, seq, data):
+    factor_lists = st.lists(st.floats(0.5, 64.0), min_size=d // 2, max_size=d // 2)
+    short, long = data.draw(factor_lists), data.draw(factor_lists)
+    theta, factor = posenc.longrope(d, base, s, L0, seq, short, long)
+    ref, ref_factor = hf_longrope_loop(d, base, L0, seq, short, long, factor=s)
+    np.testing.assert_allclose(theta, ref, rtol=1e-12)
+    assert factor == pytest.approx(ref_factor, rel=1e-14)
+    chosen = np.asarray(long if seq > L0 else short)
+    np.testing.assert_allclose(theta * chosen, posenc.rope_frequencies(d, base), rtol=1e-12)
+
+
+def test_longrope_switches_lists_at_the_original_length():
+    """The short list up to L0 (and when no length is given), the long list past it; the factor does not
+    depend on the length. Phi-3-mini-128k's setting: L0 = 4096, max_position_embeddings = 131072, so
+    factor = 32 and the attention factor sqrt(1 + ln 32 / ln 4096)."""
+    d, L0 = 96, 4096
+    short, long = np.linspace(1.0, 1.5, d // 2), np.linspace(1.0, 40.0, d // 2)
+    theta = posenc.rope_frequencies(d, 10000.0)
+    for seq, chosen in ((None, short), (1, short), (L0, short), (L0 + 1, long), (131072, long)):
+        new, factor = posenc.longrope(d, 10000.0, 32.0, L0, seq, short, long)
+        np.testing.assert_allclose(new, theta / chosen, rtol=1e-15)
+        assert factor == pytest.approx(math.sqrt(1 + math.log(32) / math.log(4096)), rel=1e-15)
+    _, f = hf_longrope_loop(d, 10000.0, L0, 5000, short, long, factor=None, max_position=131072)
+    assert f == pytest.approx(posenc.longrope_attention_factor(32.0, L0), rel=1e-15)
+    assert posenc.longrope_attention_factor(1.0, L0) == 1.0
+
+
+@pytest.mark.parametrize("call, exc, match", [
+    (lambda: posenc.longrope(8, 1e4, 2.0, 4096, 10, [1, 1, 1], [1, 1, 1, 1]), ValueError, r"short_factor must hold d/2 = 4"),
+    (lambda: posenc.longrope(8, 1e4, 2.0, 4096, 10, [1, 1, 1, 1], [1, 0, 1, 1]), ValueError, r"long_factor must be > 0"),
+    (lambda: posenc.longrope(8, 1e4, 2.0, None, 10, [1] * 4, [1] * 4), TypeError, r"needs original_max_position"),
+    (lambda: posenc.longrope(8, 1e4, 0.5, 4096, 10, [1] * 4, [1] * 4), ValueError, r"scale must be >= 1"),
+])
+def test_longrope_bad_input(call, exc, match):
+    with pytest.raises(exc, match=match):
+        call()
+
+
+# --- the base bounds the context (Men et al. 2024) -------------------------------------------------------
+
+def naive_first_negative(d, base, max_offset):
+    for m in range(1, max_offset + 1):
+        if sum(math.cos(m * base ** (-2 * i / d)) for i in range(d // 2)) < 0:
+            return m
+    return None
+
+
+@settings(max_examples=25, deadline=None)
+@given(d=st.integers(2, 32).map(lambda h: 2 * h), base=st.floats(10.0, 5000.0))
+def test_base_context_bound_matches_a_loop(d, base):
+    assert posenc.base_context_bound(d, base, 3000) == naive_first_negative(d, base, 3000)
+
+
+def test_base_context_bound_grows_with_the_base():
+    """d = 128: base 10000 already fails before 4096; 500000 (Llama 3) and 1e6 reach further."""
+    bounds = [posenc.base_context_bound(128, b) for b in (1e4, 5e5, 1e6)]
+    assert bounds == [1707, 18438, 27115]
+    assert posenc.base_context_bound(128, 1e4, 1000) is None
