@@ -63,15 +63,6 @@ def my_attention(q, k, v):
 ''',
     },
     '02_sinusoidal': {
-        'pe100': r'''import math
-pe100 = []
-wavelengths_d8 = ()
-for i in range(4):
-    omega = math.pow(10000.0, -2 * i / 8)
-    pe100 += [math.sin(100 * omega), math.cos(100 * omega)]
-    wavelengths_d8 += (2 * math.pi / omega,)
-print(pe100, wavelengths_d8)
-''',
         'pe_table': r'''def pe_table(positions, d, base=10000.0):
     p = np.array(list(positions), dtype=np.float64)[:, np.newaxis]
     freqs = np.exp(-np.log(base) * np.arange(d // 2) * 2.0 / d)[np.newaxis, :]
@@ -102,17 +93,31 @@ def shift(k, d, base=10000.0):
         rows[2 * i + 1][2 * i], rows[2 * i + 1][2 * i + 1] = -s, c
     return rows
 ''',
-        'freq_range': r'''import math
-freq_ratio = math.exp(math.log(10000.0) * 510 / 512)
-longest_wavelength = 2 * math.pi * freq_ratio
+        'beyond_measure': r'''import math
+omegas = [math.pow(10000.0, -2.0 * i / 128) for i in range(64)]
+lag = np.arange(2048)
+# cosine similarity at each offset, from the closed form: (2048,)
+profile = sum(np.cos(lag * w) for w in omegas) / 64.0
+nearest_position, nearest_similarity = [], []
+for p in range(512, 2048):
+    window = profile[p - 511:p + 1][::-1]      # offsets p - j for j = 0 .. 511
+    j = int(np.argmax(window))
+    nearest_position.append(j)
+    nearest_similarity.append(float(window[j]))
 ''',
     },
     '03_learned': {
-        'position_params': r'''import math
-def position_params(max_len, d):
-    n = math.prod([int(max_len), int(d)])
-    print("parameters:", n)
-    return n
+        'interpolate_table': r'''def interpolate_table(table, new_len):
+    rows = [list(map(float, row)) for row in table]
+    old_len = len(rows)
+    out = []
+    for t in range(new_len):
+        x = t * (old_len - 1) / (new_len - 1)
+        p = min(int(x), old_len - 2)
+        w = x - p
+        out.append([(1 - w) * a + w * b for a, b in zip(rows[p], rows[p + 1])])
+    print("stretched", old_len, "rows to", new_len)
+    return out
 ''',
         'my_learned_pe': r'''class MyLearnedPE(torch.nn.Module):
     def __init__(self, max_len, d):
@@ -141,11 +146,24 @@ def rows_with_gradient(max_len, d, L):
 ''',
     },
     '04_relative': {
-        'clipped_ids': r'''def clipped_ids(q_len, k_len, k):
-    rows = []
-    for i in range(q_len):
-        rows.append([min(max(j - i, -k), k) + k for j in range(k_len)])
-    return np.array(rows, dtype=np.int32).reshape(q_len, k_len)
+        'shaw_skew': r'''import torch
+
+
+def skew(m):
+    # torch, and an index per entry instead of pad and reshape
+    m = torch.as_tensor(np.asarray(m, dtype=float))
+    L = m.shape[0]
+    cols = torch.arange(L)[None, :] - torch.arange(L)[:, None] + (L - 1)
+    return torch.gather(m, 1, cols)
+
+
+def shaw_key_term(q, table_k, c):
+    # multiply by the (2c + 1)-row table first, then widen to one column per offset
+    q = np.asarray(q, dtype=float)
+    small = q @ np.asarray(table_k, dtype=float).T  # (L, 2c + 1)
+    L = len(q)
+    cols = [min(max(off, -c), c) + c for off in range(-(L - 1), L)]
+    return skew(small[:, cols]).numpy()
 ''',
         'my_t5_bucket': r'''def my_t5_bucket(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
     r = np.asarray(relative_position).astype(np.int64)
@@ -185,12 +203,6 @@ def my_alibi_slopes(n_heads):
 slopes_8 = my_alibi_slopes(8)
 slopes_12 = my_alibi_slopes(12)
 ''',
-        'weights_five': r'''def _w(m):
-    raw = [math.exp(-m * (4 - j)) for j in range(5)]
-    return [x / sum(raw) for x in raw]
-weights_05 = _w(0.5)
-weights_01 = _w(0.1)
-''',
         'last_token_weights': r'''def last_token_weights(scores, m):
     s = [float(x) for x in scores]
     L = len(s)
@@ -209,20 +221,77 @@ weights_01 = _w(0.1)
                 out[h, i, j] = -slopes[h] * (i - j)
     return out
 ''',
-        'sign_and_zero_slope': r'''def permutation_gap(q, k, v, perm, m):
-    q, k, v = (np.asarray(a, dtype=float) for a in (q, k, v))
-    L = q.shape[0]
-    idx = np.arange(L)
-    bias = -m * np.abs(idx[:, None] - idx[None, :]).astype(float)
-    a = posenc.attention(q, k, v, bias=bias)
-    b = posenc.attention(q[perm], k[perm], v[perm], bias=bias)
-    return max(abs(x) for x in (b - a[perm]).ravel().tolist())
+        'fixed_alibi_logits': r'''def fixed_alibi_logits(scores, m, past):
+    rows = [[float(x) for x in row] for row in scores]
+    out = []
+    for r, row in enumerate(rows):
+        i = past + r  # where this query really sits
+        out.append([x - m * (i - j) if j <= i else -math.inf for j, x in enumerate(row)])
+    return out
+''',
+        'slopes_for_spans': r'''def slopes_for_spans(spans, L, mass=0.9):
+    # fixed-point iteration of m = -ln(1 - mass (1 - e^{-mL})) / (D + 1), then Newton polishing
+    def share(m, D):
+        return -math.expm1(-m * (D + 1)) / -math.expm1(-m * L)
+
+    result = []
+    for D in spans:
+        D = int(D)
+        m = -math.log1p(-mass) / (D + 1)
+        for _ in range(100000):
+            new = -math.log1p(-mass * -math.expm1(-m * L)) / (D + 1)
+            if abs(new - m) <= 1e-15 * m:
+                m = new
+                break
+            m = new
+        for _ in range(5):
+            h = 1e-7 * m
+            slope = (share(m + h, D) - share(m - h, D)) / (2 * h)
+            if slope <= 0:
+                break
+            m -= (share(m, D) - mass) / slope
+        result.append(m)
+    return np.array(result)
 
 
-def added_bias_weights(L, m):
-    logits = np.array([m * (L - 1 - j) for j in range(L)], dtype=float)
-    e = np.exp(logits - logits.max())
-    return e / e.sum()
+designed = slopes_for_spans([15, 127, 1023, 3000], 4096)
+''',
+        'window_change': r'''def window_change(q, k, v, m, L_train):
+    q = [float(x) for x in q]
+    k = [[float(x) for x in row] for row in k]
+    v = [[float(x) for x in row] for row in v]
+    L, d = len(k), len(q)
+
+    def head(start):
+        logits = [sum(a * b for a, b in zip(q, k[j])) / math.sqrt(d) - m * (L - 1 - j)
+                  for j in range(start, L)]
+        top = max(logits)
+        e = [math.exp(z - top) for z in logits]
+        tot = math.fsum(e)
+        return [math.fsum(e[n] * v[start + n][c] for n in range(len(e))) / tot for c in range(len(v[0]))]
+
+    return max(abs(a - b) for a, b in zip(head(0), head(L - L_train)))
+
+
+draw = np.random.default_rng(2022)  # the data of the measurement: keep it
+q_demo = draw.normal(size=16)
+k_demo, v_demo = draw.normal(size=(2, 1024, 16))
+arena_change = [window_change(q_demo, k_demo, v_demo, m, 64) for m in posenc.alibi_slopes(4)]
+''',
+        'scheme_table': r'''def scheme_table(results):
+    cfg = results["config"]
+    top = sorted(results["eval_lengths"])[-1]
+    none_params = results["schemes"]["none"]["parameters"]
+    out = {}
+    for name in results["schemes"]:
+        by = results["schemes"][name]["by_length"]
+        first, last = by.get(str(cfg["train_len"])), by.get(str(top))
+        change = math.nan if (first is None or last is None) else last["loss_beyond_train"] - first["loss"]
+        out[name] = [results["schemes"][name]["parameters"] - none_params, change]
+    return out
+
+
+arena_table = scheme_table(json.loads(posenc.ARENA_RESULTS.read_text()))
 ''',
         'attention_span': r'''def attention_span(m, L, mass=0.9):
     denom = -math.expm1(-m * L)
@@ -233,14 +302,9 @@ def added_bias_weights(L, m):
 ''',
     },
     '06_rope': {
-        'rotate_2d': r'''import math
+        'my_rope_matrix': r'''import math
 
-def rotate_2d(v, angle):
-    x, y = float(v[0]), float(v[1])
-    c, s = math.cos(angle), math.sin(angle)
-    return (c * x - s * y, s * x + c * y)
-''',
-        'my_rope_matrix': r'''def my_rope_matrix(m, d, base=10000.0):
+def my_rope_matrix(m, d, base=10000.0):
     blocks = []
     for i in range(d // 2):
         th = math.exp(-2.0 * i / d * math.log(base))
@@ -268,44 +332,93 @@ def rotate_2d(v, angle):
         'half_to_interleaved': r'''def half_to_interleaved(d):
     return [i // 2 + (i % 2) * (d // 2) for i in range(d)]
 ''',
-        'rope_score': r'''def rope_score(q, k, m, n, base=10000.0):
-    d = len(q)
-    qm = my_rope_matrix(m, d, base) @ np.asarray(q, dtype=float)
-    kn = my_rope_matrix(n, d, base) @ np.asarray(k, dtype=float)
-    return float(np.dot(qm, kn))
+        'decode_step': r'''import math
+
+def decode_step(q_new, k_new, k_cache, mask, base=10000.0):
+    d = len(q_new)
+    position = 0
+    for flag in mask:
+        if flag == 1:
+            position += 1
+
+    def turn(v):
+        # interleaved pairs (2i, 2i+1) as complex numbers times e^{i position theta_i}
+        out = []
+        for i in range(d // 2):
+            z = complex(float(v[2 * i]), float(v[2 * i + 1]))
+            z *= complex(math.cos(position * base ** (-2.0 * i / d)),
+                         math.sin(position * base ** (-2.0 * i / d)))
+            out += [z.real, z.imag]
+        return out
+
+    q_rot = turn(q_new)
+    rows = [[float(a) for a in row] for row in np.asarray(k_cache).reshape(-1, d)]
+    rows.append(turn(k_new))
+    scores = [sum(a * b for a, b in zip(row, q_rot)) for row in rows]
+    return scores, rows
 ''',
-        'rope_input_grad': r'''def rope_input_grad(x, m, g, base=10000.0):
-    xt = torch.tensor([list(map(float, x))], dtype=torch.float64, requires_grad=True)
-    gt = torch.tensor([list(map(float, g))], dtype=torch.float64)
-    y = posenc.apply_rope(xt, [m], base)
-    torch.sum(y * gt).backward()
-    return xt.grad.detach().numpy().reshape(-1)
+        'fixed_rope': r'''def fixed_rope(x, positions, base=10000.0):
+    # float64 throughout with complex numbers on the pairs (i, i + d/2); one cast at the end
+    arr = x.detach().to(torch.float64).numpy()
+    d = arr.shape[-1]
+    h = d // 2
+    theta = np.array([base ** (-2.0 * i / d) for i in range(h)])
+    angles = np.asarray(positions.tolist(), dtype=np.float64)[:, None] * theta
+    z = (arr[..., :h] + 1j * arr[..., h:]) * np.exp(1j * angles)
+    out = np.concatenate([z.real, z.imag], axis=-1)
+    return torch.from_numpy(out).to(x.dtype)
+''',
+        'short_of_a_turn': r'''import math
+
+def short_of_a_turn(d, base, L):
+    # a pair is short of a turn when its wavelength 2 pi base^(2i/d) exceeds L
+    short = 0
+    for i in range(d // 2):
+        wavelength = 2 * math.pi / (base ** (-2.0 * i / d))
+        if L < wavelength:
+            short += 1
+    return short / (d // 2)
+
+
+llama2_fraction = short_of_a_turn(128, 10000.0, 4096)
+llama3_fraction = short_of_a_turn(128, 500000.0, 8192)
 ''',
     },
     '07_context_extension': {
-        'ntk_base': r'''import math
+        'ntk_reach': r'''import math
 
-def my_ntk_base(base, d, s):
-    return math.exp(math.log(base) + d / (d - 2) * math.log(s))
-
-
-base_64_s2 = my_ntk_base(10000.0, 64, 2.0)    # d = 64, s = 2
-base_64_s8 = my_ntk_base(10000.0, 64, 8.0)    # d = 64, s = 8
-base_128_s2 = my_ntk_base(10000.0, 128, 2.0)  # d = 128, s = 2
-''',
-        'ntk_reach': r'''def ntk_reach(d, base, s, L_train):
+def ntk_reach(d, base, s, L_train):
     theta = [base ** (-2.0 * i / d) for i in range(d // 2)]
     theta_new = [t * s ** (-2.0 * i / (d - 2)) for i, t in enumerate(theta)]
     reach = [s * L_train * t for t in theta_new]
     unseen = [(L_train * t < 2 * math.pi) and (r > L_train * t * (1 + 1e-9)) for t, r in zip(theta, reach)]
     return np.array(theta_new), np.array(reach), np.array(unseen)
 ''',
-        'pi_angles': r'''def pi_angles(positions, d, base, s):
-    theta = posenc.rope_frequencies(d, base)
-    rows = [[(float(p) / s) * th for th in theta] for p in positions]
-    return np.array(rows, dtype=np.float64).reshape(len(rows), d // 2)
+        'dynamic_cache': r'''import math
+
+class DynamicRope:
+    # no cache at all: recompute from the rule every time, remembering only the longest length
+    def __init__(self, d, base, s, L0):
+        self.d, self.base, self.s, self.L0 = d, base, s, L0
+        self.longest = L0
+
+    def _for(self, length):
+        if length <= self.L0:
+            b = self.base
+        else:
+            b = self.base * (self.s * length / self.L0 - (self.s - 1)) ** (self.d / (self.d - 2))
+        return [b ** (-2.0 * i / self.d) for i in range(self.d // 2)]
+
+    def frequencies(self, seq_len):
+        if seq_len > self.longest:
+            self.longest = seq_len
+        elif seq_len < self.L0:
+            self.longest = self.L0
+        return self._for(self.longest)
 ''',
-        'yarn': r'''def my_yarn(d, base, s, L0, beta_fast=32.0, beta_slow=1.0):
+        'yarn': r'''import math
+
+def my_yarn(d, base, s, L0, beta_fast=32.0, beta_slow=1.0):
     def pair_index(rho):
         return d * math.log(L0 / (2 * math.pi * rho)) / (2 * math.log(base))
     low = max(math.floor(pair_index(beta_fast)), 0)
@@ -324,6 +437,27 @@ base_128_s2 = my_ntk_base(10000.0, 128, 2.0)  # d = 128, s = 2
     Ls = np.clip(np.asarray(lengths, dtype=np.float64), L0, None)
     bracket = s * Ls / L0 - (s - 1)
     return base * np.exp(d / (d - 2) * np.log(bracket))
+''',
+        'first_negative': r'''import math
+
+def first_negative_offset(d, base, max_offset):
+    thetas = [base ** (-2.0 * i / d) for i in range(d // 2)]
+    for m in range(1, max_offset + 1):
+        if math.fsum(math.cos(m * t) for t in thetas) < 0:
+            return m
+    return None
+
+
+bound_llama2 = first_negative_offset(128, 10000.0, 10000)
+''',
+        'longrope': r'''import math
+
+def my_longrope(d, base, s, L0, seq_len, short_factor, long_factor):
+    use_long = seq_len is not None and seq_len > L0
+    factors = list(long_factor) if use_long else list(short_factor)
+    freqs = [1.0 / (factors[k] * base ** (2.0 * k / d)) for k in range(d // 2)]
+    factor = math.sqrt(1 + math.log(s) / math.log(L0)) if s > 1 else 1.0
+    return freqs, factor
 ''',
     },
     '08_arena': {

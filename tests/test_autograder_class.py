@@ -43,7 +43,6 @@ CALLS_REFERENCE = {
                      "    return posenc.attention(q, k, v, causal=True, return_weights=True)\n",
     },
     "02_sinusoidal": {
-        "pe100": "pe100 = posenc.sinusoidal(100, 8)[0]\nwavelengths_d8 = posenc.wavelengths(8)\n",
         "pe_table": "def pe_table(positions, d, base=10000.0):\n    return posenc.sinusoidal(positions, d, base)\n",
         "pe_dot": "def pe_dot(m, n, d, base=10000.0):\n    return posenc.sinusoidal_dot(m, n, d, base)\n",
         "shift": "def shift(k, d, base=10000.0):\n    return posenc.shift_matrix(k, d, base)\n",
@@ -54,10 +53,12 @@ CALLS_REFERENCE = {
 # unless a later cell reads what they define): they must get full marks, as in the student's own notebook.
 USES_NARRATIVE = {
     "02_sinusoidal": {
-        # `base` comes from the chapter's last narrative cell before the exercises (d, base = 128, 10000.0).
-        "pe100": "omega8 = base ** (-np.arange(0, 8, 2) / 8)\n"
-                 "pe100 = np.ravel(np.column_stack([np.sin(100 * omega8), np.cos(100 * omega8)]))\n"
-                 "wavelengths_d8 = 2 * np.pi / omega8\n",
+        # `train_length` (512) comes only from the narrative cell of the extrapolation section.
+        "beyond_measure": "seen = posenc.sinusoidal(np.arange(train_length), 128)\n"
+                          "unseen = posenc.sinusoidal(np.arange(train_length, 4 * train_length), 128)\n"
+                          "cos_sim = unseen @ seen.T / 64\n"
+                          "nearest_position = np.argmax(cos_sim, axis=1)\n"
+                          "nearest_similarity = np.max(cos_sim, axis=1)\n",
     },
 }
 
@@ -353,9 +354,15 @@ def test_gradebook_survives_parallel_grading(graded_class):
         assert len(grades) == len(graded_class.students[key].expected), key
 
 
-def test_feedback_pages_for_every_graded_submission(graded_class):
+@pytest.fixture(scope="module")
+def feedback_pages(graded_class):
+    """`python -m autograder feedback` for the whole class, once."""
     result = run_cli("feedback", course_dir=graded_class.course)
     assert result.returncode == 0, result.stdout + result.stderr
+    return graded_class.course / "feedback"
+
+
+def test_feedback_pages_for_every_graded_submission(graded_class, feedback_pages):
     for (student, name), s in _graded(graded_class).items():
         page = graded_class.course / "feedback" / student / name / f"{name}.html"
         assert page.exists(), f"no feedback page for {student}/{name}"
@@ -367,14 +374,14 @@ def test_feedback_pages_for_every_graded_submission(graded_class):
 
 
 @pytest.mark.parametrize("name", CHAPTERS)
-def test_no_feedback_page_or_autograded_notebook_shows_a_hidden_test(graded_class, name):
+def test_no_feedback_page_or_autograded_notebook_shows_a_hidden_test(graded_class, feedback_pages, name):
     """Hidden tests stay hidden: not in any student's feedback page (the blank one included), not in the
     autograded notebooks formgrader shows; a failed hidden test shows only its check's message."""
     import html
 
     hidden = _hidden_lines(name)
     assert hidden, f"{name} has hidden tests"
-    pages = sorted((graded_class.course / "feedback").glob(f"*/{name}/{name}.html"))
+    pages = sorted(feedback_pages.glob(f"*/{name}/{name}.html"))
     notebooks = sorted((graded_class.course / "autograded").glob(f"*/{name}/{name}.ipynb"))
     assert pages and notebooks
     for path in pages + notebooks:
