@@ -6,7 +6,7 @@
 2. The wall time of ``python -m autograder grade`` on a class of generated submissions (100 by default:
    perfect, partial and blank, spread over the chapters) with ``--jobs 1`` and ``--jobs 2``.
 3. The sandbox's cost: one chapter's correct submission autograded sandboxed and unsandboxed, alternating,
-   in one process (autograder.sandbox.benchmark). Target: at most 1.2 x.
+   in one process (``sandbox_cost``). Target: at most 1.2 x.
 4. The cost of deciding tests outside the student's process (autograder.verdict): per chapter, a correct
    submission autograded with the verdicts decided by the grader and by nbgrader's own rule (the kernel
    runs the hidden tests and its outputs decide), alternating in one process. Target: at most 1.2 x.
@@ -112,12 +112,10 @@ def whole_class(folder: Path, jobs: int, workdir: Path) -> float:
     return seconds
 
 
-def verdict_cost(name: str, repeat: int, workdir: Path) -> dict:
-    """Median autograde seconds of one correct submission of ``name`` with the tests decided in the grading
-    process and by the kernel's outputs (nbgrader's rule, as before autograder.verdict), alternating in one
-    process so that a change in the machine's load hits both alike."""
-    import copy
-
+def alternating(name: str, configs: dict, repeat: int, workdir: Path) -> dict:
+    """Median autograde seconds of one correct submission of chapter ``name`` under each nbgrader config in
+    ``configs`` ({kind: config}), the kinds graded in turn in one process, so that a change in the
+    machine's load hits them alike. The first round warms the caches and is not counted."""
     from . import grading
 
     os.environ["POSENC_COURSE_DIR"] = str(workdir / "course")
@@ -125,11 +123,7 @@ def verdict_cost(name: str, repeat: int, workdir: Path) -> dict:
     failures = grading.sync_assignments([name], cfg)
     if failures:
         raise RuntimeError(failures[name])
-    apis = {}
-    for kind, outside in (("outside", True), ("kernel", False)):
-        kind_cfg = copy.deepcopy(cfg)
-        kind_cfg.GuardedExecute.decide_outside = outside
-        apis[kind] = grading._api(kind_cfg)
+    apis = {kind: grading._api(kind_cfg) for kind, kind_cfg in configs.items()}
     nb = synthetic.Builder(name).perfect().notebook
     students = {kind: f"bench_{kind}" for kind in apis}
     grading.register_students(students.values(), cfg)
@@ -138,14 +132,43 @@ def verdict_cost(name: str, repeat: int, workdir: Path) -> dict:
         path.parent.mkdir(parents=True, exist_ok=True)
         nbformat.write(nb, str(path))
     times = {kind: [] for kind in apis}
-    for _ in range(repeat + 1):  # the first round warms the caches and is not counted
+    for _ in range(repeat + 1):
         for kind, api in apis.items():
             start = time.perf_counter()
             result = api.autograde(name, students[kind], force=True, create=True)
             if not result["success"]:
                 raise RuntimeError(f"{kind} autograde of {name} failed: {grading._last_error(result)}")
             times[kind].append(time.perf_counter() - start)
-    row = {kind: statistics.median(t[1:]) for kind, t in times.items()}
+    return {kind: statistics.median(t[1:]) for kind, t in times.items()}
+
+
+def sandbox_cost(name: str, repeat: int, workdir: Path) -> dict:
+    """Sandboxed against unsandboxed autograde of one correct submission of ``name``."""
+    from . import grading, sandbox
+
+    os.environ.pop("POSENC_UNSANDBOXED", None)
+    os.environ["POSENC_COURSE_DIR"] = str(workdir / "course")
+    cfg = grading.load_config()
+    row = alternating(name, {"unsandboxed": sandbox.with_execute(cfg, sandbox._Execute),
+                             "sandboxed": sandbox.with_execute(cfg, sandbox.SandboxedExecute)}, repeat, workdir)
+    row["ratio"] = row["sandboxed"] / row["unsandboxed"]
+    return row
+
+
+def verdict_cost(name: str, repeat: int, workdir: Path) -> dict:
+    """Tests decided in the grading process (autograder.verdict) against nbgrader's own rule, where the
+    kernel runs the hidden tests too and its outputs decide, for one correct submission of ``name``."""
+    import copy
+
+    from . import grading
+
+    os.environ["POSENC_COURSE_DIR"] = str(workdir / "course")
+    cfg = grading.load_config()
+    configs = {}
+    for kind, outside in (("outside", True), ("kernel", False)):
+        configs[kind] = copy.deepcopy(cfg)
+        configs[kind].GuardedExecute.decide_outside = outside
+    row = alternating(name, configs, repeat, workdir)
     row["ratio"] = row["outside"] / row["kernel"]
     return row
 
@@ -188,10 +211,10 @@ def main(argv=None) -> int:
                         print(f"  speed-up of --jobs {jobs}: {timings[1] / seconds:.2f}x")
         sandbox_chapter = names[0] if args.sandbox_chapter is None else args.sandbox_chapter
         if sandbox_chapter:
-            from . import sandbox
-
-            print("\nthe sandbox's cost per submission:", flush=True)
-            sandbox.benchmark(sandbox_chapter, repeat=args.repeat, workdir=workdir / "sandbox")
+            row = sandbox_cost(sandbox_chapter, args.repeat, workdir / "sandbox")
+            print(f"\nthe sandbox's cost per submission, {sandbox_chapter}, median of {args.repeat}: unsandboxed "
+                  f"{row['unsandboxed']:.2f} s, sandboxed {row['sandboxed']:.2f} s, ratio {row['ratio']:.2f} "
+                  "(target <= 1.2)", flush=True)
         verdict_chapters = names if args.verdict_chapters is None else args.verdict_chapters
         if verdict_chapters:
             print("\nthe cost of deciding tests outside the kernel, per submission "
