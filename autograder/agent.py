@@ -56,6 +56,20 @@ def _blocked(paths):
     return checks.blocked(*[_reference(p) for p in paths])
 
 
+_STORED: dict = {}  # key -> value of the large arguments the grader sent (wire.Stored), oldest first
+
+
+def _unstore(value):
+    """A call's argument as the student's code gets it: a wire.Stored is looked up (or kept, the first time)."""
+    if not isinstance(value, wire.Stored):
+        return value
+    if value.text is not None:
+        _STORED[value.key] = wire.loads(value.text)
+        while len(_STORED) > wire.STORED:
+            _STORED.pop(next(iter(_STORED)))
+    return _STORED[value.key]
+
+
 def _describe(names, namespace: dict) -> dict:
     found = {}
     for name in names:
@@ -75,8 +89,10 @@ def _call(request: dict, namespace: dict):
         target = scope[request["name"]]
     else:
         target = namespace[request["name"]]
+    args = [_unstore(a) for a in request.get("args", ())]
+    kwargs = {k: _unstore(v) for k, v in request.get("kwargs", {}).items()}
     with _blocked(request.get("blocked", [])):
-        return target(*request.get("args", ()), **request.get("kwargs", {}))
+        return target(*args, **kwargs)
 
 
 def handle(text: str, namespace: dict | None = None) -> dict:

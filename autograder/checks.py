@@ -129,7 +129,10 @@ class Tampered(AssertionError):
 
 
 def untampered():
-    """Fail if a watched numpy/math function or any posenc function was replaced since import."""
+    """Fail if a watched numpy/math function or any posenc function was replaced since import. (Skipped in
+    the grading process while it runs a test cell itself: no student code runs there.)"""
+    if _TRUSTED:
+        return
     for name, (owner, attr) in _WATCHED.items():
         if getattr(owner, attr, None) is not _ORIGINAL[name]:
             raise Tampered(f"{name} was replaced by code in this notebook; the tests cannot trust it. "
@@ -254,6 +257,7 @@ def blocked_now() -> list[str]:
     return sorted({path for paths in _ACTIVE for path in paths})
 
 
+_TRUSTED = False  # True in the grading process while it runs a test cell (autograder.verdict)
 _SALT = None  # set by the grading process while a submission's hidden tests run (autograder.verdict)
 _KERNEL = None  # set by the grading process: turns a @kernel function into a call into the student's kernel
 

@@ -41,6 +41,7 @@ class KernelChannel(Channel):
     def __init__(self, client, seconds: float):
         self.client, self.deadline = client, time.monotonic() + seconds
         self.seconds, self.failed = seconds, None
+        self.stored = client.__dict__.setdefault("_posenc_stored", {})  # one kernel, one store: kept across cells
 
     def request(self, payload: str) -> str:
         if self.failed is not None:  # one timeout or flood ends the cell's calls

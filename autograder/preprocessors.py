@@ -147,6 +147,8 @@ class GuardedExecute(Execute):
 
     def preprocess(self, nb, resources=None, km=None):
         self._stopped = None  # why execution stopped, once it has
+        self.__dict__.pop("_posenc_comm", None)  # the grader's comm and stored arguments belong to one kernel
+        self.__dict__.pop("_posenc_stored", None)
         self._ends = time.monotonic() + self.notebook_timeout
         self._skipped = demo_cells_to_skip(nb, self.demo_tag) if self.skip_demo_cells else set()
         self._tests = (resources or {}).get(TESTS_KEY) if self.decide_outside else None

@@ -26,6 +26,7 @@ import ast
 import builtins
 import hashlib
 import hmac
+import json
 from dataclasses import dataclass
 
 from . import checks, wire
@@ -145,10 +146,32 @@ def _student_exception(reply: dict) -> Exception:
 
 
 class Channel:
-    """What the grading process needs from the student's kernel: send a request, get the reply text."""
+    """What the grading process needs from the student's kernel: send a request, get the reply text.
+    ``stored`` mirrors the large arguments the kernel keeps (wire.Stored), oldest first."""
+
+    stored: dict | None = None
 
     def request(self, payload: str) -> str:  # pragma: no cover - an interface
         raise NotImplementedError
+
+    def pack(self, value):
+        """``value``, or a wire.Stored standing for it when it is large (by key alone if sent before)."""
+        tree = wire.encode(value)
+        text = json.dumps(tree)
+        if len(text) < STORE_FROM:
+            return wire.Encoded(tree)  # (encoded once, not again with the request)
+        if self.stored is None:
+            self.stored = {}
+        key = hashlib.sha256(text.encode()).hexdigest()
+        if key in self.stored:
+            return wire.Stored(key, None)
+        self.stored[key] = True
+        while len(self.stored) > wire.STORED:
+            self.stored.pop(next(iter(self.stored)))
+        return wire.Stored(key, text)
+
+
+STORE_FROM = 20_000  # characters of wire JSON from which an argument is sent once and then by key
 
 
 def ask(channel: Channel, request: dict):
@@ -173,8 +196,10 @@ class RemoteFunction:
         self._channel, self.__name__, self._source = channel, name, source
 
     def __call__(self, *args, **kwargs):
-        request = {"op": "run" if self._source else "call", "name": self.__name__, "args": list(args),
-                   "kwargs": kwargs, "blocked": checks.blocked_now()}
+        pack = self._channel.pack
+        request = {"op": "run" if self._source else "call", "name": self.__name__,
+                   "args": [pack(a) for a in args], "kwargs": {k: pack(v) for k, v in kwargs.items()},
+                   "blocked": checks.blocked_now()}
         if self._source:
             request["source"] = self._source
         return ask(self._channel, request)
@@ -203,6 +228,7 @@ def judge(source: str, setup: list[str], channel: Channel, salt: int | None) -> 
             elif kind == "callable":
                 namespace[name] = RemoteFunction(channel, name)
         checks._KERNEL = lambda fn: RemoteFunction(channel, fn.__name__, shipped[fn.__name__])
+        checks._TRUSTED = True  # no student code runs in this process: nothing here to find tampered
         exec(compile(visible, "<visible tests>", "exec"), namespace)
         stage = "hidden"
         checks._SALT = salt
@@ -215,6 +241,7 @@ def judge(source: str, setup: list[str], channel: Channel, salt: int | None) -> 
         return Verdict(False, stage, type(exc).__name__, str(exc))
     finally:
         checks._KERNEL = checks._SALT = None
+        checks._TRUSTED = False
         checks._ACTIVE.clear()
     return Verdict(True)
 

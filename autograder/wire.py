@@ -33,6 +33,25 @@ class WireError(ValueError):
     """A payload that is not a value this protocol carries (too large, too deep, malformed)."""
 
 
+class Encoded:
+    """A value already turned into its wire form (``tree``, by :func:`encode`): sent as it is."""
+
+    def __init__(self, tree):
+        self.tree = tree
+
+
+class Stored:
+    """A large argument the kernel keeps between calls: sent once with its value (``text``, the value's wire
+    JSON), then by ``key`` alone. The agent keeps the last ``STORED`` of them, the grader mirrors that, so a
+    test that passes the same big value to many calls (chapter 8's results file) encodes it once."""
+
+    def __init__(self, key: str, text: str | None):
+        self.key, self.text = key, text
+
+
+STORED = 64
+
+
 class Unsupported:
     """Stands for a value of a type the wire does not carry (a function, a module, a custom object)."""
 
@@ -64,16 +83,16 @@ def _encode(value, depth: int):
     if value is None or isinstance(value, (bool, str)):
         return str(value) if isinstance(value, str) else value
     if isinstance(value, int):
-        return {"$": "int", "text": int.__repr__(value)}  # JSON numbers lose big ints in other parsers: keep exact
+        return int(value)  # (Python's json keeps ints exact, however large)
     if isinstance(value, float):
-        return {"$": "float", "text": float.__repr__(value)}  # nan and inf included
+        return float(value)  # (json writes repr: the same float back, nan and inf included)
     if isinstance(value, complex):
         return {"$": "complex", "re": float.__repr__(value.real), "im": float.__repr__(value.imag)}
     if isinstance(value, numbers.Integral):
-        return {"$": "int", "text": int.__repr__(int(value))}
+        return int(value)
     if isinstance(value, numbers.Number):  # Fraction, Decimal, a custom real: its value as a float
         try:
-            return {"$": "float", "text": float.__repr__(float(value))}
+            return float(value)
         except (TypeError, ValueError, OverflowError):
             pass
     torch = sys.modules.get("torch")  # (a tensor exists only if torch was imported)
@@ -95,6 +114,10 @@ def _encode(value, depth: int):
         return {"$": "dict", "items": [[_encode(k, depth + 1), _encode(v, depth + 1)] for k, v in value.items()]}
     if isinstance(value, Unsupported):
         return {"$": "unsupported", "type": value.type_name, "text": value.text}
+    if isinstance(value, Stored):
+        return {"$": "stored", "key": value.key, "text": value.text}
+    if isinstance(value, Encoded):
+        return value.tree
     try:
         text = repr(value)
     except Exception:  # a repr that raises is still only a type name to report
@@ -102,9 +125,14 @@ def _encode(value, depth: int):
     return {"$": "unsupported", "type": type(value).__name__, "text": text[:200]}
 
 
+def encode(value):
+    """``value`` in its wire form: what :func:`dumps` writes as JSON."""
+    return _encode(value, 0)
+
+
 def dumps(value) -> str:
     """``value`` as JSON text (types outside the protocol become ``Unsupported``)."""
-    text = json.dumps(_encode(value, 0), allow_nan=False)
+    text = json.dumps(_encode(value, 0))
     if len(text) > MAX_BYTES:
         raise WireError(f"the value is larger than {MAX_BYTES >> 20} MB")
     return text
@@ -139,10 +167,6 @@ def _decode(obj, depth: int):
     if not isinstance(obj, dict):
         raise WireError(f"unexpected {type(obj).__name__}")
     tag = obj.get("$")
-    if tag == "int":
-        return _number(obj.get("text"), int)
-    if tag == "float":
-        return _number(obj.get("text"), float)
     if tag == "complex":
         return complex(_number(obj.get("re"), float), _number(obj.get("im"), float))
     if tag == "ndarray":
@@ -178,6 +202,11 @@ def _decode(obj, depth: int):
         return out
     if tag == "unsupported":
         return Unsupported(obj.get("type", "?"), obj.get("text", ""))
+    if tag == "stored":
+        key, text = obj.get("key"), obj.get("text")
+        if not isinstance(key, str) or not (text is None or isinstance(text, str)):
+            raise WireError("malformed stored value")
+        return Stored(key, text)
     raise WireError(f"unknown tag {str(tag)[:40]!r}")
 
 
