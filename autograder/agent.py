@@ -18,6 +18,7 @@ uses what it returns as the student's answers, and checks them against posenc in
 
 from __future__ import annotations
 
+import functools
 import importlib
 import sys
 
@@ -36,17 +37,23 @@ def _namespace() -> dict:
 def _reference(path: str):
     """The posenc object named by a dotted path (a module, or an attribute chain inside one): found from the
     longest prefix that is an imported module (posenc.attention is both a module and a function of posenc),
-    importing only when none is (a failed import searches the whole path: milliseconds per call)."""
+    importing only when that does not reach it (a failed import searches the whole path: milliseconds), as
+    for a class of a submodule posenc loads on first use (posenc.relative_torch)."""
     parts = path.split(".")
     for cut in range(len(parts), 0, -1):
         module = sys.modules.get(".".join(parts[:cut]))
-        if module is None:
+        if module is not None:
+            try:
+                return functools.reduce(getattr, parts[cut:], module)
+            except AttributeError:
+                break
+    for cut in range(len(parts), 0, -1):
+        try:
+            module = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
             continue
-        obj = module
-        for attr in parts[cut:]:
-            obj = getattr(obj, attr)
-        return obj
-    return importlib.import_module(path)
+        return functools.reduce(getattr, parts[cut:], module)
+    raise ImportError(f"no module for {path}")
 
 
 def _blocked(paths):

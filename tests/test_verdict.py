@@ -236,3 +236,14 @@ def test_a_lost_process_is_a_failed_verdict_not_a_crash():
     channel.proc.wait()
     decided = verdict.judge(tests["test_pe_table"], setup, channel, salt=1)
     assert not decided.passed and decided.lost
+
+
+def test_a_blocked_class_of_a_submodule_posenc_loads_lazily_is_blocked_in_a_fresh_kernel():
+    """The kernel resolves what the test blocks by its dotted path, importing a submodule posenc has not
+    loaded yet (posenc.relative_torch, behind posenc.RelativePositionBias)."""
+    cell = ("with checks.without(posenc.RelativePositionBias):\n"
+            "    assert twice(2) == 4\n")
+    setup = ["import numpy as np", "import posenc", "from autograder import checks"]
+    with ProcessChannel(["import posenc\ndef twice(x):\n    return 2 * x\n"]) as channel:
+        decided = verdict.judge(cell, setup, channel, salt=1)
+    assert decided.passed, decided
