@@ -151,7 +151,10 @@ def test_a_notebook_has_a_total_time_limit_and_floods_cost_nothing(tmp_path):
              "from IPython.display import display\n"
              "display({'application/json': {'k': ['v' * 1000] * 20000}}, raw=True)\n")
     flooder = b._perfect_with("flooder", {code[0]: flood}, set(b.a.test_ids()))
-    for student in (sleepy, flooder):
+    # 2 MB of assignments in a solution cell: the demo-cell analysis skips it instead of costing minutes.
+    huge = b._perfect_with("huge_source", {code[0]: "".join(f"_v{i} = {i}\n" for i in range(200_000))},
+                           set(b.a.test_ids()))
+    for student in (sleepy, flooder, huge):
         student.write(tmp_path / "subs")
     course_dir = tmp_path / "course"
     start = time.monotonic()
@@ -162,6 +165,7 @@ def test_a_notebook_has_a_total_time_limit_and_floods_cost_nothing(tmp_path):
     scores = _scores(course_dir)
     assert scores[("sleepy", CHAPTER)] == sleepy.expected, out[-3000:]
     assert scores[("flooder", CHAPTER)] == flooder.expected, out[-3000:]
+    assert scores[("huge_source", CHAPTER)] == huge.expected, out[-3000:]
     autograded = course_dir / "autograded" / "flooder" / CHAPTER / f"{CHAPTER}.ipynb"
     assert autograded.stat().st_size < 2_000_000, "non-text output and widget messages are not kept"
     nb = nbformat.read(autograded, as_version=4)
