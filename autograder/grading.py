@@ -631,10 +631,9 @@ def _verdicts(assignment: str, student: str, cfg) -> dict:
     return decided if isinstance(decided, dict) else {}
 
 
-def verdict_notes(assignment: str, student: str, cfg) -> list[str]:
+def verdict_notes(decided: dict) -> list[str]:
     """Notes on test cells whose kernel-side result and the grader's own verdict disagree (read from the
     verdicts GuardedExecute wrote): marked for review, since the kernel's side is what a forged grade changes."""
-    decided = _verdicts(assignment, student, cfg)
     forged, refused = [], []
     for gid, v in sorted(decided.items()):
         visible_passed = v.get("grader") == "pass" or v.get("stage") == "hidden"
@@ -661,26 +660,22 @@ def notes_for(assignment: str, student: str, cfg) -> list[str]:
     if not path.exists():
         return []
     nb = nbformat.read(path, as_version=4)
-    where_by_text = {}  # text -> the cells it happened in, in order
+    errors = []  # (where, ename, evalue): the errors in the autograded notebook, then what the kernel raised
     for index, cell in enumerate(nb.cells):
         where = cell.metadata.get("nbgrader", {}).get("grade_id") or f"cell {index}"
-        for out in cell.get("outputs", []):
-            if out.get("output_type") != "error":
-                continue
-            for ename, needle, text in _NOTABLE:
-                if out.get("ename") == ename and (needle is None or needle in out.get("evalue", "")):
-                    cells = where_by_text.setdefault(text, [])
-                    if where not in cells:
-                        cells.append(where)
-    for gid, v in sorted(_verdicts(assignment, student, cfg).items()):  # what the kernel's own run raised
-        ename, _, evalue = v.get("kernel_error", "").partition(": ")
+        errors += [(where, out.get("ename"), out.get("evalue", "")) for out in cell.get("outputs", [])
+                   if out.get("output_type") == "error"]
+    decided = _verdicts(assignment, student, cfg)
+    errors += [(gid, *v.get("kernel_error", "").partition(": ")[::2]) for gid, v in sorted(decided.items())]
+    where_by_text = {}  # text -> the cells it happened in, in order
+    for where, ename, evalue in errors:
         for name, needle, text in _NOTABLE:
             if ename == name and (needle is None or needle in evalue):
                 cells = where_by_text.setdefault(text, [])
-                if gid not in cells:
-                    cells.append(gid)
+                if where not in cells:
+                    cells.append(where)
     notes = [f"{_where(cells)}: {text}" for text, cells in where_by_text.items()]
-    return notes + verdict_notes(assignment, student, cfg)
+    return notes + verdict_notes(decided)
 
 
 def _fmt(x: float) -> str:

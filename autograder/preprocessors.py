@@ -53,7 +53,7 @@ from .liveness import cell_names
 KERNEL_DIED = "KernelDied"
 KERNEL_UNRESPONSIVE = "KernelUnresponsive"
 NOT_RUN = "CellNotRun"
-GRADER_NOTE = "The grader's own run of this cell's tests, outside your notebook, decides its points."
+GRADER_NOTE = "the grader's own run of this cell's tests, outside your notebook, decides its points"
 
 
 def _error(ename: str, evalue: str):
@@ -122,7 +122,7 @@ def settle_outputs(outputs, decided: verdicts.Verdict):
         where = "the hidden tests" if decided.stage == "hidden" else "the tests"
         settled.append(new_output("error", ename=decided.ename or "AssertionError", evalue=decided.message,
                                   traceback=[f"{decided.ename or 'AssertionError'}: {decided.message}",
-                                             f"({where} of this cell failed in the grader's run: {GRADER_NOTE[4:]})"]))
+                                             f"({where} of this cell failed in the grader's run: {GRADER_NOTE})"]))
     return settled
 
 

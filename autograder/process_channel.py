@@ -59,7 +59,7 @@ class ProcessChannel(Channel):
 
 
 def _serve() -> None:
-    from . import agent
+    from . import agent, wire
 
     stdin, stdout = sys.stdin.buffer, os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # the notebook's prints go to stderr, the protocol keeps stdout
@@ -69,8 +69,6 @@ def _serve() -> None:
     stdout.write(_frame(b"ready"))
     stdout.flush()
     while (request := _read(stdin)) is not None:
-        from . import wire
-
         stdout.write(_frame(wire.dumps(agent.handle(request.decode(), namespace)).encode()))
         stdout.flush()
 

@@ -145,6 +145,9 @@ def _student_exception(reply: dict) -> Exception:
     return StudentError(f"{name}: {message}")
 
 
+STORE_FROM = 20_000  # characters of wire JSON from which an argument is sent once and then by key
+
+
 class Channel:
     """What the grading process needs from the student's kernel: send a request, get the reply text.
     ``stored`` mirrors the large arguments the kernel keeps (wire.Stored), oldest first."""
@@ -170,8 +173,6 @@ class Channel:
             self.stored.pop(next(iter(self.stored)))
         return wire.Stored(key, text)
 
-
-STORE_FROM = 20_000  # characters of wire JSON from which an argument is sent once and then by key
 
 
 def ask(channel: Channel, request: dict):
