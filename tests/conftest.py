@@ -210,3 +210,26 @@ def jupyter_lab(root_dir: Path, cwd: Path, tmp: Path, env: dict | None = None, t
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)  # its own process group (start_new_session): server + kernels
                 proc.wait(timeout=10)
+
+
+def submit(folder: Path, student: str, name: str, text: str | None = None, filename: str | None = None) -> Path:
+    """Hand in ``<folder>/<student>/<name>/<filename or name.ipynb>``: the lesson untouched, or ``text``."""
+    import nbformat
+
+    from autograder import synthetic
+
+    path = folder / student / name / (filename or f"{name}.ipynb")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if text is None:
+        nbformat.write(synthetic.Builder(name).blank().notebook, path)
+    else:
+        path.write_text(text)
+    return path
+
+
+def write_course_config(root: Path) -> None:
+    """A root nbgrader_config.py that loads the course's configuration with the course moved to ``root``."""
+    (root / "nbgrader_config.py").write_text(
+        f'load_subconfig({str(ROOT / "autograder" / "nbgrader_config.py")!r})  # noqa: F821\n'
+        f'c = get_config()  # noqa: F821\n'
+        f'c.CourseDirectory.root = {str(root)!r}\n')

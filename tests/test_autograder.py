@@ -10,13 +10,13 @@ import csv
 import os
 import subprocess
 import sys
-from pathlib import Path
 from types import SimpleNamespace
 
 import nbformat
 import pytest
 
 from autograder import course, grading, scan, synthetic
+from conftest import submit
 
 CHAPTERS = course.assignments()
 
@@ -107,23 +107,13 @@ def test_course_folders_are_git_ignored():
 # ---------------------------------------------------------------------------------------------------------
 # What grade accepts and refuses, before nbgrader runs.
 
-def _submit(folder: Path, student: str, name: str, text: str | None = None, filename: str | None = None):
-    path = folder / student / name / (filename or f"{name}.ipynb")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if text is None:
-        nbformat.write(synthetic.Builder(name).blank().notebook, path)
-    else:
-        path.write_text(text)
-    return path
-
-
 def test_find_submissions_reports_each_problem_by_student(tmp_path):
     name = CHAPTERS[0]
-    _submit(tmp_path, "ok", name)
-    _submit(tmp_path, "broken", name, text='{"cells": [')
-    _submit(tmp_path, "notanotebook", name, text='{"hello": 1}')
-    _submit(tmp_path, "renamed", name, filename="Copy of lesson.ipynb")
-    _submit(tmp_path, "who", "99_nonsense", text="{}")
+    submit(tmp_path, "ok", name)
+    submit(tmp_path, "broken", name, text='{"cells": [')
+    submit(tmp_path, "notanotebook", name, text='{"hello": 1}')
+    submit(tmp_path, "renamed", name, filename="Copy of lesson.ipynb")
+    submit(tmp_path, "who", "99_nonsense", text="{}")
     (tmp_path / "bad id!" / name).mkdir(parents=True)
     (tmp_path / "linker" / name).mkdir(parents=True)
     (tmp_path / "linker" / name / f"{name}.ipynb").symlink_to(course.SOLUTIONS / name / f"{name}.ipynb")
@@ -143,7 +133,7 @@ def test_copy_in_leaves_symbolic_links_behind(tmp_path, monkeypatch):
     """A link in a handed-in folder must not bring its target (say, the solutions) into the course folder."""
     name = CHAPTERS[0]
     folder = tmp_path / "in" / "amy" / name
-    _submit(tmp_path / "in", "amy", name)
+    submit(tmp_path / "in", "amy", name)
     (folder / "answers.ipynb").symlink_to(course.SOLUTIONS / name / f"{name}.ipynb")
     (folder / "data").symlink_to(course.SOLUTIONS)
     cfg = _config(tmp_path, monkeypatch)
@@ -157,7 +147,7 @@ def test_grade_goes_on_when_one_assignment_cannot_enter_the_gradebook(tmp_path, 
         pytest.skip("needs two chapters")
     first, second = CHAPTERS[:2]
     for name in (first, second):
-        _submit(tmp_path / "in", "amy", name)
+        submit(tmp_path / "in", "amy", name)
     monkeypatch.setenv("POSENC_COURSE_DIR", str(tmp_path / "course"))
     monkeypatch.setattr(grading, "sync_assignments", lambda names, cfg: {first: f"{first} is broken"})
     graded = []

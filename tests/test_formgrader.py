@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, VENV_BIN, jupyter_lab, toc_chapters
+from conftest import ROOT, VENV_BIN, jupyter_lab, toc_chapters, write_course_config
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("formgrader")]
 
@@ -39,10 +39,7 @@ def course(tmp_path_factory):
     for chapter in chapters:
         shutil.copytree(ROOT / "solutions" / chapter, root / "solutions" / chapter,
                         ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
-    (root / "nbgrader_config.py").write_text(
-        f'load_subconfig({str(ROOT / "autograder" / "nbgrader_config.py")!r})  # noqa: F821\n'
-        f'c = get_config()  # noqa: F821\n'
-        f'c.CourseDirectory.root = {str(root)!r}\n')
+    write_course_config(root)
     (root / "course").mkdir()  # gradebook, submissions and exchange (POSENC_COURSE_DIR)
     nbgrader(root, "db", "student", "add", STUDENT, "--first-name=Ada", "--last-name=Lovelace")
     # `nbgrader generate_assignment` for every chapter, in one process (nbgrader's own API; a CLI call per chapter

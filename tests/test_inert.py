@@ -34,6 +34,7 @@ import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output, new_raw_cell
 
 from autograder import inert
+from conftest import write_course_config
 from autograder.inert import InertOutputs, inert_attachments, inert_markdown, inert_outputs, markdown_problems
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -627,10 +628,7 @@ def hostile_course(tmp_path_factory):
     root = tmp_path_factory.mktemp("inert_course")
     shutil.copytree(ROOT / "solutions" / CHAPTER, root / "solutions" / CHAPTER,
                     ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
-    (root / "nbgrader_config.py").write_text(
-        f'load_subconfig({str(ROOT / "autograder" / "nbgrader_config.py")!r})  # noqa: F821\n'
-        f'c = get_config()  # noqa: F821\n'
-        f'c.CourseDirectory.root = {str(root)!r}\n')
+    write_course_config(root)
     course_dir = root / "course"
     builder, student = hostile_submission()
     submissions = root / "handed_in"

@@ -19,19 +19,14 @@ import nbformat
 import pytest
 
 from autograder import course, grading, scan, synthetic
+from conftest import submit
 
 CHAPTERS = course.assignments()
 NAME = CHAPTERS[0]
 
 
-def _submit(folder: Path, student: str, name: str = NAME, text: str | None = None) -> Path:
-    path = folder / student / name / f"{name}.ipynb"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if text is None:
-        nbformat.write(synthetic.Builder(name).blank().notebook, path)
-    else:
-        path.write_text(text)
-    return path
+def _submit(folder: Path, student: str, text: str | None = None) -> Path:
+    return submit(folder, student, NAME, text)
 
 
 def _graded(found) -> list[tuple[str, str]]:
