@@ -58,14 +58,14 @@ lab: $(STAMP)
 lessons: $(STAMP)
 	$(PY) -m autograder release
 
-# The extrapolation arena: trains one tiny model per positional scheme (about 10 minutes of CPU on one thread)
-# and writes book/data/arena.json, which the book reads.
+# The extrapolation arena (arena/): trains one tiny model per positional scheme and seed, plus a RoPE ceiling, on
+# two worker processes, and writes book/data/arena.json, which chapters 8 and 9 read.
 arena: $(STAMP)
-	$(PY) -m posenc.arena
+	$(PY) -m arena
 
 # The same experiment again, compared number by number with the committed book/data/arena.json (writes nothing).
 arena-check: $(STAMP)
-	$(PY) -m posenc.arena --check
+	$(PY) -m arena --check
 
 # Grading (autograder/README.md, book/instructor.md): SUBMISSIONS is a folder <student>/<chapter>/<chapter>.ipynb,
 # JOBS submissions are graded at the same time. GRADE_ARGS passes more options (e.g. --assignment 02_sinusoidal).

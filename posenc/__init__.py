@@ -7,8 +7,8 @@ Every number in the course book is computed here.
 import importlib
 from pathlib import Path as _Path
 
-# The extrapolation arena's published results (posenc.arena writes them; chapters 8 and 9 read them). Reading
-# them needs neither torch nor posenc.arena.
+# The extrapolation arena's published results (the arena package writes them; chapters 8 and 9 read
+# them). Reading them needs neither torch nor the arena.
 ARENA_RESULTS = _Path(__file__).resolve().parent.parent / "book" / "data" / "arena.json"
 
 from .alibi import alibi_bias, alibi_slopes, alibi_weight_within

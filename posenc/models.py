@@ -15,12 +15,14 @@ scheme         where position enters                                            
 
 For "rope" the per-pair frequencies and attention factor can be replaced after training
 (:meth:`TinyDecoder.set_rope`) to evaluate the context-extension methods of :mod:`posenc.scaling`.
-Pre-LayerNorm blocks as in GPT-2 (Radford et al. 2019).
+Pre-LayerNorm blocks as in GPT-2 (Radford et al. 2019). A :class:`ModelConfig` holds every setting and builds the
+model (``TinyDecoder(ModelConfig(...))``, nanoGPT's ``GPT(GPTConfig(...))`` pattern).
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -35,6 +37,45 @@ from .rope import apply_rope, rope_frequencies
 from .sinusoidal import sinusoidal
 
 SCHEMES = ("none", "sinusoidal", "learned", "t5", "alibi", "rope")
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """Every setting of a :class:`TinyDecoder`.
+
+    ``max_len`` is the number of rows of the learned table (the training context); ``sinusoidal_base`` is the
+    sinusoidal encoding's 10000 (Vaswani et al. 2017) and ``rope_base`` RoPE's base, kept apart so that RoPE's
+    spectrum can be set against the context without changing the sinusoidal scheme. ``t5_buckets`` and
+    ``t5_max_distance`` are T5's bucket settings (:func:`posenc.t5_bucket`).
+    """
+
+    vocab_size: int
+    scheme: str = "rope"
+    d_model: int = 64
+    n_heads: int = 4
+    n_layers: int = 4
+    max_len: int = 64
+    sinusoidal_base: float = 10000.0
+    rope_base: float = 10000.0
+    t5_buckets: int = 32
+    t5_max_distance: int = 128
+
+    def __post_init__(self):
+        _checks.choice("scheme", self.scheme, SCHEMES)
+        _checks.integer("vocab_size", self.vocab_size, minimum=2)
+        _checks.integer("d_model", self.d_model, minimum=2)
+        _checks.integer("n_heads", self.n_heads, minimum=1)
+        _checks.integer("n_layers", self.n_layers, minimum=1)
+        _checks.integer("max_len", self.max_len, minimum=1)
+        _checks.base(self.sinusoidal_base)
+        _checks.base(self.rope_base)
+        if self.d_model % self.n_heads or (self.d_model // self.n_heads) % 2:
+            raise ValueError(f"d_model / n_heads must be an even integer, got d_model={self.d_model}, "
+                             f"n_heads={self.n_heads}")
+
+    @property
+    def d_head(self) -> int:
+        return self.d_model // self.n_heads
 
 
 class Block(nn.Module):
@@ -63,28 +104,29 @@ class Block(nn.Module):
 class TinyDecoder(nn.Module):
     """A character-level causal language model with a pluggable positional scheme (see the module doc).
 
-    Args: vocab_size; scheme (one of SCHEMES); d_model, n_heads, n_layers; max_len (rows of the learned
-    table, i.e. the training context); base (sinusoidal and RoPE); t5_buckets, t5_max_distance.
-    ``forward(tokens)`` takes int64 ``(batch, seq)`` and returns logits ``(batch, seq, vocab_size)``.
+    ``TinyDecoder(ModelConfig(vocab_size, scheme, ...))``. ``forward(tokens)`` takes int64 ``(batch, seq)`` and
+    returns logits ``(batch, seq, vocab_size)``. T5's bias table starts as T5 starts it, N(0, d_model^-1/2)
+    (transformers' ``T5PreTrainedModel._init_weights``), not at ``nn.Embedding``'s N(0, 1).
     """
 
-    def __init__(self, vocab_size, scheme="rope", d_model=64, n_heads=4, n_layers=4, max_len=64, base=10000.0,
-                 t5_buckets=32, t5_max_distance=128):
+    def __init__(self, config: ModelConfig):
         super().__init__()
-        self.scheme = _checks.choice("scheme", scheme, SCHEMES)
-        vocab_size = _checks.integer("vocab_size", vocab_size, minimum=2)
-        d_model = _checks.integer("d_model", d_model, minimum=2)
-        n_heads = _checks.integer("n_heads", n_heads, minimum=1)
-        if d_model % n_heads or (d_model // n_heads) % 2:
-            raise ValueError(f"d_model / n_heads must be an even integer, got d_model={d_model}, n_heads={n_heads}")
-        self.d_model, self.n_heads, self.base = d_model, n_heads, _checks.base(base)
-        self.embed = nn.Embedding(vocab_size, d_model)
-        self.blocks = nn.ModuleList(Block(d_model, n_heads) for _ in range(_checks.integer("n_layers", n_layers, minimum=1)))
-        self.ln_f = nn.LayerNorm(d_model)
-        self.head = nn.Linear(d_model, vocab_size, bias=False)
-        self.learned = LearnedPositionalEmbedding(max_len, d_model) if scheme == "learned" else None
-        self.t5 = RelativePositionBias(n_heads, t5_buckets, t5_max_distance, bidirectional=False) if scheme == "t5" else None
-        self.set_rope(rope_frequencies(d_model // n_heads, base), 1.0)
+        if not isinstance(config, ModelConfig):
+            raise TypeError(f"config must be a posenc.models.ModelConfig, got {type(config).__name__}")
+        self.config = config
+        self.scheme, self.d_model, self.n_heads = config.scheme, config.d_model, config.n_heads
+        self.embed = nn.Embedding(config.vocab_size, config.d_model)
+        self.blocks = nn.ModuleList(Block(config.d_model, config.n_heads) for _ in range(config.n_layers))
+        self.ln_f = nn.LayerNorm(config.d_model)
+        self.head = nn.Linear(config.d_model, config.vocab_size, bias=False)
+        self.learned = (LearnedPositionalEmbedding(config.max_len, config.d_model) if config.scheme == "learned"
+                        else None)
+        self.t5 = None
+        if config.scheme == "t5":
+            self.t5 = RelativePositionBias(config.n_heads, config.t5_buckets, config.t5_max_distance,
+                                           bidirectional=False)
+            nn.init.normal_(self.t5.table.weight, mean=0.0, std=config.d_model ** -0.5)
+        self.set_rope(rope_frequencies(config.d_head, config.rope_base), 1.0)
 
     def set_rope(self, frequencies, attention_factor=1.0):
         """Replace RoPE's per-pair frequencies and attention factor (a method of posenc.scaling's output)."""
@@ -105,7 +147,8 @@ class TinyDecoder(nn.Module):
         batch, seq = tokens.shape
         x = self.embed(tokens)  # (B, L, d_model)
         if self.scheme == "sinusoidal":
-            x = x + torch.as_tensor(sinusoidal(np.arange(seq), self.d_model, self.base), dtype=x.dtype)
+            table = sinusoidal(np.arange(seq), self.d_model, self.config.sinusoidal_base)
+            x = x + torch.as_tensor(table, dtype=x.dtype, device=x.device)
         elif self.scheme == "learned":
             x = self.learned(x)
         bias = self._bias(seq, tokens.device)

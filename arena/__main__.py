@@ -1,0 +1,61 @@
+"""``python -m arena`` runs the experiment and writes book/data/arena.json; ``--check`` reruns it and compares
+every number with the committed file instead (exit status 1 on a mismatch, 2 if the file is from another
+configuration); ``--smoke`` runs the same code at tiny size (the test suite's run)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from . import RESULTS
+from .check import TOLERANCE, compare, report
+from .config import SMOKE, Config
+from .run import run
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m arena", description=__doc__)
+    parser.add_argument("--smoke", action="store_true", help="a few steps at tiny sizes (the test suite's run)")
+    parser.add_argument("--out", type=Path, default=None,
+                        help=f"where to write the results (default {RESULTS.name} in book/data; with --check, nowhere)")
+    parser.add_argument("--check", action="store_true",
+                        help="re-run and compare every number with the results file instead of writing it")
+    parser.add_argument("--against", type=Path, default=RESULTS, help="the results file --check compares with")
+    parser.add_argument("--workers", type=int, default=2, help="worker processes (default 2, one per core)")
+    args = parser.parse_args(argv)
+    if args.workers < 1:
+        parser.error(f"--workers must be at least 1, got {args.workers}")
+    config = Config(**SMOKE) if args.smoke else Config()
+    if args.check:
+        if not args.against.is_file():
+            print(f"{args.against} does not exist: run the experiment (make arena) first", file=sys.stderr)
+            return 2
+        committed = json.loads(args.against.read_text())
+        if committed.get("config_key") != config.key():
+            print(f"{args.against} was produced by configuration {committed.get('config_key')}, the code's is "
+                  f"{config.key()}: run the experiment (make arena) before checking it", file=sys.stderr)
+            return 2
+    result = run(config, workers=args.workers, show_progress=not args.smoke)
+    result["check"] = {"tolerance": TOLERANCE,
+                       "rule": "python -m arena --check: |rerun - committed| <= tolerance for each kind of number, "
+                               "every other number (parameters, scales, positions, configuration, corpus) equal"}
+    print(f"ran in {result['wall_seconds']:.0f} s wall, {result['cpu_seconds']:.0f} s CPU in the workers "
+          f"(load average {result['machine']['load_average_start']} -> {result['machine']['load_average_end']})",
+          file=sys.stderr)
+    out = args.out or (None if args.check else RESULTS)
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(result, indent=1) + "\n")
+        print(f"wrote {out}", file=sys.stderr)
+    if not args.check:
+        return 0
+    print(f"\nchecking {args.against} (torch {committed['versions']['torch']}, "
+          f"{committed['machine']['cpu_capability']}) against this run (torch {result['versions']['torch']}, "
+          f"{result['machine']['cpu_capability']}); allowed |rerun - committed| by kind: {TOLERANCE}\n")
+    return 1 if report(compare(committed, result)) else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
