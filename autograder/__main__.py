@@ -16,6 +16,7 @@ import argparse
 import sys
 
 from . import course
+from .commands import export, feedback, grade, release, scan, validate
 
 
 def main(argv=None) -> int:
@@ -45,29 +46,24 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
 
     if args.command == "release":
-        for path in course.release(args.assignments or None):
+        for path in release.release(args.assignments or None):
             print(f"wrote {path.relative_to(course.ROOT)}")
         return 0
     if args.command == "scan":
-        from .scan import format_findings, scan
-
-        findings, errors = scan(args.submissions)
+        findings, errors = scan.scan(args.submissions)
         for message in errors:
             print(f"ERROR {message}")
-        print(format_findings(findings))
+        print(scan.format_findings(findings))
         return 0
-
-    from . import grading
-
     if args.command == "grade":
-        return grading.grade(args.submissions, jobs=args.jobs, assignments=args.assignments,
-                             unsandboxed=args.unsandboxed)
+        return grade.grade(args.submissions, jobs=args.jobs, assignments=args.assignments,
+                           unsandboxed=args.unsandboxed)
     if args.command == "validate":
-        return grading.validate(args.notebooks, unsandboxed=args.unsandboxed)
+        return validate.validate(args.notebooks, unsandboxed=args.unsandboxed)
     if args.command == "feedback":
-        return grading.feedback(args.assignments or None)
+        return feedback.feedback(args.assignments or None)
     if args.command == "export":
-        grading.export(args.to)
+        export.export(args.to)
         return 0
     return 2
 

@@ -13,12 +13,16 @@
 
 Grading in 1 and 2 is sandboxed, as ``grade`` is by default.
 
-Everything runs in temporary course folders; nothing of the real course/ is touched.
+Everything runs in temporary course folders; nothing of the real course/ is touched. The submissions are the
+tests' synthetic class (tests/synthetic/), taken from the checkout by ``synthetic_builder``: the benchmark needs
+a checkout anyway (solutions/, lessons/), and no module of the package imports test data.
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
+import importlib
 import os
 import statistics
 import subprocess
@@ -29,7 +33,7 @@ from pathlib import Path
 
 import nbformat
 
-from . import course, synthetic
+from . import config, course, gradebook, preprocessors, submissions
 
 
 def _load():
@@ -39,46 +43,51 @@ def _load():
         return float("nan")
 
 
-def per_submission(names, repeat: int, workdir: Path) -> list[dict]:
+def synthetic_builder():
+    """``Builder`` of tests/synthetic (the generated submissions the tests grade), imported from the checkout."""
+    tests = str(course.ROOT / "tests")
+    if tests not in sys.path:
+        sys.path.insert(0, tests)
+    return importlib.import_module("synthetic").Builder
+
+
+def per_submission(names, repeat: int, workdir: Path, builder) -> list[dict]:
     """Median autograde seconds of a correct and of an empty submission, per chapter (one process).
 
     The empty submission is graded with nbgrader's add_missing_cells off, so that nothing of the chapter
     runs: what remains is the kernel's start-up and nbgrader's own work, the floor."""
-    import copy
-
     os.environ["POSENC_COURSE_DIR"] = str(workdir / "per_submission")
-    from . import grading
-
-    cfg = grading.load_config()
-    failures = grading.sync_assignments(names, cfg)
+    cfg = config.load_config()
+    failures = gradebook.sync_assignments(names, cfg)
     for message in failures.values():
         print(f"  skipped: {message}")
     names = [n for n in names if n not in failures]
     floor_cfg = copy.deepcopy(cfg)
     floor_cfg.OverwriteCells.add_missing_cells = False
-    apis = {"correct": grading._api(cfg), "empty": grading._api(floor_cfg)}
+    apis = {"correct": gradebook.api(cfg), "empty": gradebook.api(floor_cfg)}
     empty = nbformat.v4.new_notebook()
     empty.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     rows = []
     for name in names:
-        notebooks = {"empty": empty, "correct": synthetic.Builder(name).perfect().notebook}
+        notebooks = {"empty": empty, "correct": builder(name).perfect().notebook}
         times = {}
         for kind, nb in notebooks.items():
             student = f"bench_{kind}"
-            grading.register_students([student], cfg)
+            gradebook.register_students([student], cfg)
             folder = workdir / "in" / student / name
             folder.mkdir(parents=True, exist_ok=True)
             nbformat.write(nb, folder / f"{name}.ipynb")
-            sub = grading.Submission(student, name, folder)
+            sub = submissions.Submission(student, name, folder)
             samples = []
             for _ in range(repeat):
-                grading.copy_in(sub, cfg)
+                submissions.copy_in(sub, cfg)
                 start = time.perf_counter()
-                result = apis[kind].autograde(name, student, force=True, create=True)
+                with gradebook.session():
+                    result = apis[kind].autograde(name, student, force=True, create=True)
                 samples.append(time.perf_counter() - start)
                 if not result["success"]:
                     raise SystemExit(f"autograding the {kind} {name} submission failed:\n"
-                                     f"{grading._last_error(result)}")
+                                     f"{gradebook.last_error(result)}")
             times[kind] = statistics.median(samples)
         rows.append({"chapter": name, "empty": times["empty"], "correct": times["correct"],
                      "ratio": times["correct"] / times["empty"]})
@@ -87,9 +96,9 @@ def per_submission(names, repeat: int, workdir: Path) -> list[dict]:
     return rows
 
 
-def make_class(names, size: int, folder: Path) -> None:
+def make_class(names, size: int, folder: Path, builder) -> None:
     """``size`` submissions: student i hands in chapter i mod n, perfect / partial / blank in turn."""
-    builders = {name: synthetic.Builder(name) for name in names}
+    builders = {name: builder(name) for name in names}
     made = {}
     for i in range(size):
         name = names[i % len(names)]
@@ -112,21 +121,19 @@ def whole_class(folder: Path, jobs: int, workdir: Path) -> float:
     return seconds
 
 
-def alternating(name: str, configs: dict, repeat: int, workdir: Path) -> dict:
+def alternating(name: str, configs: dict, repeat: int, workdir: Path, builder) -> dict:
     """Median autograde seconds of one correct submission of chapter ``name`` under each nbgrader config in
     ``configs`` ({kind: config}), the kinds graded in turn in one process, so that a change in the
     machine's load hits them alike. The first round warms the caches and is not counted."""
-    from . import grading
-
     os.environ["POSENC_COURSE_DIR"] = str(workdir / "course")
-    cfg = grading.load_config()
-    failures = grading.sync_assignments([name], cfg)
+    cfg = config.load_config()
+    failures = gradebook.sync_assignments([name], cfg)
     if failures:
         raise RuntimeError(failures[name])
-    apis = {kind: grading._api(kind_cfg) for kind, kind_cfg in configs.items()}
-    nb = synthetic.Builder(name).perfect().notebook
+    apis = {kind: gradebook.api(kind_cfg) for kind, kind_cfg in configs.items()}
+    nb = builder(name).perfect().notebook
     students = {kind: f"bench_{kind}" for kind in apis}
-    grading.register_students(students.values(), cfg)
+    gradebook.register_students(students.values(), cfg)
     for student in students.values():
         path = Path(cfg.CourseDirectory.submitted_directory) / student / name / f"{name}.ipynb"
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -135,40 +142,35 @@ def alternating(name: str, configs: dict, repeat: int, workdir: Path) -> dict:
     for _ in range(repeat + 1):
         for kind, api in apis.items():
             start = time.perf_counter()
-            result = api.autograde(name, students[kind], force=True, create=True)
+            with gradebook.session():
+                result = api.autograde(name, students[kind], force=True, create=True)
             if not result["success"]:
-                raise RuntimeError(f"{kind} autograde of {name} failed: {grading._last_error(result)}")
+                raise RuntimeError(f"{kind} autograde of {name} failed: {gradebook.last_error(result)}")
             times[kind].append(time.perf_counter() - start)
     return {kind: statistics.median(t[1:]) for kind, t in times.items()}
 
 
-def sandbox_cost(name: str, repeat: int, workdir: Path) -> dict:
+def sandbox_cost(name: str, repeat: int, workdir: Path, builder) -> dict:
     """Sandboxed against unsandboxed autograde of one correct submission of ``name``."""
-    from . import grading, sandbox
-
-    os.environ.pop("POSENC_UNSANDBOXED", None)
     os.environ["POSENC_COURSE_DIR"] = str(workdir / "course")
-    cfg = grading.load_config()
-    row = alternating(name, {"unsandboxed": sandbox.with_execute(cfg, sandbox._Execute),
-                             "sandboxed": sandbox.with_execute(cfg, sandbox.SandboxedExecute)}, repeat, workdir)
+    cfg = config.load_config()
+    row = alternating(name, {"unsandboxed": config.with_execute(cfg, preprocessors.GuardedExecute),
+                             "sandboxed": config.with_execute(cfg, preprocessors.SandboxedExecute)},
+                      repeat, workdir, builder)
     row["ratio"] = row["sandboxed"] / row["unsandboxed"]
     return row
 
 
-def verdict_cost(name: str, repeat: int, workdir: Path) -> dict:
+def verdict_cost(name: str, repeat: int, workdir: Path, builder) -> dict:
     """Tests decided in the grading process (autograder.verdict) against nbgrader's own rule, where the
     kernel runs the hidden tests too and its outputs decide, for one correct submission of ``name``."""
-    import copy
-
-    from . import grading
-
     os.environ["POSENC_COURSE_DIR"] = str(workdir / "course")
-    cfg = grading.load_config()
+    cfg = config.load_config()
     configs = {}
     for kind, outside in (("outside", True), ("kernel", False)):
         configs[kind] = copy.deepcopy(cfg)
         configs[kind].GuardedExecute.decide_outside = outside
-    row = alternating(name, configs, repeat, workdir)
+    row = alternating(name, configs, repeat, workdir, builder)
     row["ratio"] = row["outside"] / row["kernel"]
     return row
 
@@ -186,18 +188,19 @@ def main(argv=None) -> int:
                         help="chapter whose sandboxed/unsandboxed ratio is measured (default: the first; '' skips)")
     args = parser.parse_args(argv)
     names = args.chapters or course.assignments()
+    builder = synthetic_builder()
     print(f"{os.cpu_count()} CPUs, load average {_load():.1f} at start")
     with tempfile.TemporaryDirectory(prefix="posenc-bench-") as tmp:
         workdir = Path(tmp)
         print(f"autograde seconds per submission (median of {args.repeat}):", flush=True)
-        rows = per_submission(names, args.repeat, workdir)
+        rows = per_submission(names, args.repeat, workdir, builder)
         names = [r["chapter"] for r in rows]
         print("\n| chapter | correct submission (s) | empty notebook (s) | ratio |\n|---|---|---|---|")
         for r in rows:
             print(f"| {r['chapter']} | {r['correct']:.1f} | {r['empty']:.1f} | {r['ratio']:.2f} |")
         if args.class_size:
             folder = workdir / "class"
-            make_class(names, args.class_size, folder)
+            make_class(names, args.class_size, folder, builder)
             print(f"\nwall time to grade {args.class_size} submissions "
                   f"(`python -m autograder grade CLASS --jobs N`):", flush=True)
             timings = {}
@@ -211,7 +214,7 @@ def main(argv=None) -> int:
                         print(f"  speed-up of --jobs {jobs}: {timings[1] / seconds:.2f}x")
         sandbox_chapter = names[0] if args.sandbox_chapter is None else args.sandbox_chapter
         if sandbox_chapter:
-            row = sandbox_cost(sandbox_chapter, args.repeat, workdir / "sandbox")
+            row = sandbox_cost(sandbox_chapter, args.repeat, workdir / "sandbox", builder)
             print(f"\nthe sandbox's cost per submission, {sandbox_chapter}, median of {args.repeat}: unsandboxed "
                   f"{row['unsandboxed']:.2f} s, sandboxed {row['sandboxed']:.2f} s, ratio {row['ratio']:.2f} "
                   "(target <= 1.2)", flush=True)
@@ -221,7 +224,7 @@ def main(argv=None) -> int:
                   f"(median of {args.repeat}, alternating):", flush=True)
             print("\n| chapter | grader decides (s) | kernel decides (s) | ratio |\n|---|---|---|---|")
             for name in verdict_chapters:
-                row = verdict_cost(name, args.repeat, workdir / "verdict" / name)
+                row = verdict_cost(name, args.repeat, workdir / "verdict" / name, builder)
                 print(f"| {name} | {row['outside']:.2f} | {row['kernel']:.2f} | {row['ratio']:.2f} |", flush=True)
     print(f"load average {_load():.1f} at the end")
     return 0

@@ -1,4 +1,5 @@
-"""Where the course lives, and the list of its assignments (one per chapter folder of solutions/)."""
+"""Where the course lives: the repository's folders, each chapter's notebooks, the instructor's course folder,
+and the list of assignments (one per chapter folder of solutions/)."""
 
 from __future__ import annotations
 
@@ -12,9 +13,25 @@ SOLUTIONS = ROOT / "solutions"
 LESSONS = ROOT / "lessons"
 
 
+def source_notebook(assignment: str) -> Path:
+    """The nbgrader source notebook of a chapter, the one place it is written: solutions/<ch>/<ch>.ipynb."""
+    return SOLUTIONS / assignment / f"{assignment}.ipynb"
+
+
+def lesson_notebook(assignment: str) -> Path:
+    """The student notebook of a chapter, generated from its source: lessons/<ch>/<ch>.ipynb."""
+    return LESSONS / assignment / f"{assignment}.ipynb"
+
+
+def course_dir() -> Path:
+    """The instructor's data folder: gradebook, submitted, autograded, feedback (never committed). ``course/``
+    at the repository root, or ``$POSENC_COURSE_DIR``."""
+    return Path(os.environ.get("POSENC_COURSE_DIR") or ROOT / "course").resolve()
+
+
 def assignments() -> list[str]:
     """Chapter names, in order: every folder of solutions/ that holds a notebook of its own name."""
-    return sorted(p.name for p in SOLUTIONS.iterdir() if (p / f"{p.name}.ipynb").is_file())
+    return sorted(p.name for p in SOLUTIONS.iterdir() if source_notebook(p.name).is_file())
 
 
 def nbgrader(*args: str, env: dict | None = None, check: bool = True) -> subprocess.CompletedProcess:
@@ -22,18 +39,3 @@ def nbgrader(*args: str, env: dict | None = None, check: bool = True) -> subproc
     exe = Path(sys.executable).with_name("nbgrader")
     return subprocess.run([str(exe), *args], cwd=ROOT, env={**os.environ, **(env or {})}, check=check,
                           capture_output=True, text=True)
-
-
-def release(names: list[str] | None = None, release_dir: Path | None = None) -> list[Path]:
-    """Generate the student notebooks from the source notebooks with nbgrader (solutions stubbed,
-    hidden tests and mark schemes removed). Returns the lesson paths written."""
-    written = []
-    for name in names or assignments():
-        args = ["generate_assignment", name, "--force", "--no-db"]
-        if release_dir is not None:
-            args.append(f"--CourseDirectory.release_directory={release_dir}")
-        result = nbgrader(*args, check=False)
-        if result.returncode:
-            raise RuntimeError(f"nbgrader generate_assignment {name} failed:\n{result.stdout}{result.stderr}")
-        written.append((release_dir or LESSONS) / name / f"{name}.ipynb")
-    return written

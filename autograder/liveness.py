@@ -1,7 +1,8 @@
 """Which names a notebook cell reads and binds in the global scope: a liveness analysis over its syntax tree.
 
-Grading uses it twice: ``GuardedExecute`` leaves out display-only demo cells whose names no later cell
-reads, and ``autograder.verdict`` finds the names a test cell takes from the student's notebook.
+Grading uses it twice: ``GuardedExecute`` leaves out the display-only demo cells whose names no later cell
+reads (``demo_cells_to_skip``), and ``autograder.verdict`` finds the names a test cell takes from the
+student's notebook (``cell_names``).
 """
 
 from __future__ import annotations
@@ -173,3 +174,34 @@ def cell_names(source: str) -> tuple[set[str], set[str], set[str]] | None:
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     return _block(tree.body, _Rebound())
+
+
+DEMO_TAG = "demo"
+
+
+def is_demo(cell, tag: str = DEMO_TAG) -> bool:
+    """A code cell tagged ``tag`` that nbgrader does not grade, lock or treat as a solution."""
+    meta = cell.metadata.get("nbgrader", {})
+    return (cell.cell_type == "code" and tag in cell.metadata.get("tags", [])
+            and not (meta.get("grade") or meta.get("solution") or meta.get("locked")))
+
+
+def demo_cells_to_skip(nb, tag: str = DEMO_TAG) -> set[int]:
+    """Indices of the demo cells grading can leave out. Walking back from the last cell, with the set of
+    names some later cell that runs may read (a liveness analysis): a demo cell is left out when it binds
+    none of them; any other cell runs, and its reads replace the names it always rebinds. A cell that cannot
+    be parsed makes every earlier cell run."""
+    skip, live = set(), set()
+    for index in range(len(nb.cells) - 1, -1, -1):
+        cell = nb.cells[index]
+        if cell.cell_type != "code":
+            continue
+        names = cell_names(cell.source)
+        if names is None:
+            break
+        binds, kills, reads = names
+        if is_demo(cell, tag) and not binds & live:
+            skip.add(index)
+        else:
+            live = (live - kills) | reads
+    return skip

@@ -40,26 +40,26 @@ c.GuardedExecute.verdict_dir = os.path.join(COURSE, "verdicts")
 # just under the cell timeout cost 10 minutes, not an hour. POSENC_NOTEBOOK_TIMEOUT overrides it.
 c.GuardedExecute.notebook_timeout = int(os.environ.get("POSENC_NOTEBOOK_TIMEOUT", "600"))
 
-# Autograde with nbgrader's own steps, three of them replaced by thin subclasses (autograder/preprocessors.py):
-# GuardedExecute still records the points earned when a student's code kills the kernel (os._exit) or a
-# loop ignores the timeout's interrupt (plain nbgrader then gives that student no grade at all),
-# LimitOutput also caps the characters of each output (nbgrader caps lines; one huge line slips through),
-# OverwriteCells puts back deleted test cells without failing when their neighbours were deleted too, and
-# RestoreImports re-runs the setup cell's imports (and checks.untampered()) at the top of each test cell, so
-# a solution that rebinds `checks` or `posenc`, or assigns to checks.close, does not change what tests call.
-from autograder.preprocessors import LimitOutput, OverwriteCells, RestoreImports  # noqa: E402
-from autograder.inert import InertOutputs  # noqa: E402
-from autograder.sandbox import autograde_execute_class  # noqa: E402
+# Autograde with nbgrader's own steps, some replaced by thin subclasses and one added (autograder/preprocessors/,
+# one step per module): RestoreImports re-runs the setup cell's imports (and checks.untampered()) at the top of
+# each test cell, so a solution that rebinds `checks` or `posenc`, or assigns to checks.close, does not change
+# what tests call; SandboxedExecute runs each submission's kernel in a bubblewrap sandbox (autograder/sandbox.py:
+# it cannot see the solutions, the gradebook, other submissions or the network), records the points earned when
+# a student's code kills the kernel (os._exit) or a loop ignores the timeout's interrupt (plain nbgrader then
+# gives that student no grade at all), and decides test cells in the grading process; LimitOutput also caps the
+# characters of each output (nbgrader caps lines; one huge line slips through); OverwriteCells puts back deleted
+# test cells without failing when their neighbours were deleted too; InertOutputs keeps only inert outputs.
+# Only autograde is sandboxed: students' own `nbgrader validate` and JupyterLab are not. `grade --unsandboxed`
+# loads this configuration and swaps the Execute step for GuardedExecute on the loaded object (autograder/config.py).
+from autograder.preprocessors import (InertOutputs, LimitOutput, OverwriteCells, RestoreImports,  # noqa: E402
+                                      SandboxedExecute)
 from nbconvert.preprocessors import ClearMetadataPreprocessor  # noqa: E402
 from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, ClearOutput,  # noqa: E402
                                     DeduplicateIds, IgnorePattern, OverwriteKernelspec, SaveAutoGrades)
 
 c.Autograde.sanitize_preprocessors = [ClearOutput, DeduplicateIds, OverwriteKernelspec, OverwriteCells,
                                       CheckCellMetadata]
-# The Execute step runs each submission's kernel in a bubblewrap sandbox (autograder/sandbox.py): it cannot
-# see the solutions, the gradebook, other submissions or the network. Only autograde is sandboxed: students'
-# own `nbgrader validate` and JupyterLab are not. `grade --unsandboxed` (POSENC_UNSANDBOXED=1) turns it off.
-c.Autograde.autograde_preprocessors = [RestoreImports, autograde_execute_class(), IgnorePattern,
+c.Autograde.autograde_preprocessors = [RestoreImports, SandboxedExecute, IgnorePattern,
                                        ClearMetadataPreprocessor, LimitOutput, InertOutputs, SaveAutoGrades,
                                        AssignLatePenalties, CheckCellMetadata]
 # (GuardedExecute and SandboxedExecute take every c.Execute setting here: traitlets applies a class's config

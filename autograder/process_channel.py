@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 
+from . import agent, wire
 from .verdict import Channel, KernelLost
 
 
@@ -59,8 +60,6 @@ class ProcessChannel(Channel):
 
 
 def _serve() -> None:
-    from . import agent, wire
-
     stdin, stdout = sys.stdin.buffer, os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # the notebook's prints go to stderr, the protocol keeps stdout
     namespace = {"__name__": "__main__"}

@@ -3,13 +3,15 @@
 nbgrader executes a student's notebook with the grading process's own privileges: unguarded, a cell can
 read the instructor's source notebook (the solutions), open the SQLite gradebook and rewrite every grade,
 or reach the network. Here the kernel is started by ``SandboxKernelManager`` (a jupyter_client kernel
-manager; nbgrader's Execute step uses it through ``SandboxedExecute``) inside ``bwrap``:
+manager; nbgrader's Execute step uses it through ``autograder.preprocessors.SandboxedExecute``) inside
+``bwrap``:
 
 * the filesystem is an allow-list, all read-only: the system folders (/usr, /bin, /lib*, /etc), the Python
   installation and the virtualenv, ``posenc/``, ``book/data/`` (published data the lessons read), and of
-  ``autograder/`` only ``__init__.py`` and ``checks.py`` (the test cells import them). Nothing else exists
-  inside: not the repository (solutions/, the nbgrader config), not the course folder (gradebook, other
-  submissions), not the instructor's home, not the folder the submissions were handed in from;
+  ``autograder/`` only the modules of ``KERNEL_MODULES`` (the test cells' helpers, the grader's agent and its
+  wire format, the hook guard). Nothing else exists inside: not the repository (solutions/, the nbgrader
+  config), not the course folder (gradebook, other submissions), not the instructor's home, not the folder the
+  submissions were handed in from;
 * the only writable places are a *copy* of the submission's working folder, mounted where nbgrader runs the
   notebook (the copy is thrown away afterwards, so nothing a cell writes reaches a folder the grader later
   reads), and a private /tmp of limited size;
@@ -35,16 +37,14 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from importlib.metadata import PackageNotFoundError, distribution
 from pathlib import Path
 
 from jupyter_client.manager import AsyncKernelManager
-from nbformat.v4 import new_output
 from traitlets import Integer, List, Unicode, default
 
-from .kernel_channel import message_size
-from .preprocessors import GuardedExecute as _Execute  # the course's Execute step
+from .course import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 INSTALL_HINT = ("install bubblewrap (Debian/Ubuntu: `sudo apt-get install bubblewrap`; Fedora: "
                 "`sudo dnf install bubblewrap`), or grade on a Linux machine that has it")
 UNSANDBOXED_WARNING = (
@@ -124,8 +124,6 @@ def _project_roots() -> list[Path]:
     of the project points at if that is another one (the kernel imports through the install's finder)."""
     roots = [ROOT]
     try:
-        from importlib.metadata import PackageNotFoundError, distribution
-
         info = json.loads(distribution("posenc").read_text("direct_url.json") or "{}")
     except (PackageNotFoundError, ValueError, OSError):
         info = {}
@@ -137,7 +135,8 @@ def _project_roots() -> list[Path]:
 
 def _readonly_paths() -> list[Path]:
     """What the kernel may read besides the system folders: Python, the virtualenv, posenc, the kernel's part of
-    autograder, and the book's public data (book/data: the arena's stored results, which chapter 8 reads)."""
+    autograder, and the book's public data (book/data: the arena's stored results, which chapters 5, 8 and 9
+    read). Not the arena's code: exercises ask for its rules, so a kernel cannot import them."""
     paths = [Path(sys.base_prefix), Path(sys.prefix), Path(sys.executable).resolve().parent.parent]
     for root in _project_roots():
         paths += [root / "posenc", root / "book" / "data"]
@@ -335,68 +334,3 @@ def preflight(timeout: float = 120) -> str | None:
         return None
     finally:
         shutil.rmtree(manager._sandbox_dir, ignore_errors=True)
-
-
-class SandboxedExecute(_Execute):
-    """The course's Execute step (GuardedExecute), with each kernel started by SandboxKernelManager.
-    Configured for autograde only: students' own `nbgrader validate` and JupyterLab are unaffected.
-
-    It also bounds what a cell's output costs the grading process *while* the cell runs: nbgrader's
-    LimitOutput cuts outputs only after the whole notebook ran, so `while True: print(...)` would fill the
-    grader's memory until the cell's timeout. Past ``max_output_chars`` characters of a cell's output, the
-    rest is dropped (errors are always kept) and a note says so."""
-
-    max_output_chars = Integer(2_000_000, help="characters of output kept per cell while it runs").tag(config=True)
-
-    def __init__(self, *args, **kwargs):
-        kwargs.setdefault("kernel_manager_class", SandboxKernelManager)
-        super().__init__(*args, **kwargs)
-
-    def preprocess(self, nb, resources=None, km=None):
-        reason = unavailable()
-        if reason:
-            raise RuntimeError(f"refusing to run this submission unsandboxed: {reason}. "
-                               "`python -m autograder grade --unsandboxed` runs it anyway (see its warning).")
-        self._output_used = {}
-        return super().preprocess(nb, resources, km)
-
-    def handle_comm_msg(self, outs, msg, cell_index):
-        """Widget (comm) messages are dropped: nbclient would keep every one in memory for the notebook's
-        widget state, which a grading run never shows (InertOutputs removes widget views)."""
-        return None
-
-    def output(self, outs, msg, display_id, cell_index):
-        content = msg.get("content", {})
-        if msg.get("msg_type") != "error":
-            size = message_size(content)
-            used = self._output_used.get(cell_index, 0)
-            self._output_used[cell_index] = used + size
-            if used + size > self.max_output_chars:
-                room = self.max_output_chars - used
-                if room > 0 and msg.get("msg_type") == "stream":  # keep what fits of the first one over
-                    super().output(outs, {**msg, "content": {**content, "text": content["text"][:room]}},
-                                   display_id, cell_index)
-                if used <= self.max_output_chars:
-                    outs.append(new_output("stream", name="stderr", text=(
-                        f"\n... Output truncated while the cell ran (more than {self.max_output_chars} "
-                        "characters): the rest was not kept ...\n")))
-                return None
-        return super().output(outs, msg, display_id, cell_index)
-
-
-def autograde_execute_class():
-    """The Execute step autograde uses: sandboxed unless $POSENC_UNSANDBOXED is "1" (set by `grade
-    --unsandboxed`, after its warning). For autograder/nbgrader_config.py's autograde_preprocessors."""
-    if os.environ.get("POSENC_UNSANDBOXED") == "1":
-        return _Execute
-    return SandboxedExecute
-
-
-def with_execute(cfg, step):
-    """A copy of a loaded nbgrader config whose autograde runs its Execute step as ``step`` (sandboxed or not)."""
-    import copy
-
-    cfg = copy.deepcopy(cfg)
-    cfg.Autograde.autograde_preprocessors = [step if issubclass(s, _Execute) else s
-                                             for s in cfg.Autograde.autograde_preprocessors]
-    return cfg

@@ -1,5 +1,5 @@
-"""``python -m autograder scan SUBMISSIONS``: read the code students wrote and list what looks like an attempt
-to get around the tests, for the instructor to look at.
+"""What ``python -m autograder scan SUBMISSIONS`` looks for: read the code students wrote and list what looks like
+an attempt to get around the tests, for the instructor to look at (the command is autograder/commands/scan.py).
 
 nbgrader restores the locked cells and the tests in autograder/checks.py refuse to run when numpy's,
 math's or posenc's functions were replaced, but student code runs in the same Python process as the tests:
@@ -19,6 +19,8 @@ import functools
 import re
 from dataclasses import dataclass
 from pathlib import Path
+
+import nbformat
 
 from . import course
 
@@ -413,9 +415,7 @@ def _ipython_call(node: ast.Call) -> list[str]:
 
 def _lesson_sources(assignment: str) -> set[str]:
     """The source of every code cell of the released lesson, as handed out."""
-    import nbformat
-
-    path = course.LESSONS / assignment / f"{assignment}.ipynb"
+    path = course.lesson_notebook(assignment)
     if not path.exists():
         return set()
     nb = nbformat.read(path, as_version=4)
@@ -435,8 +435,6 @@ def scan_notebook(path: Path, student: str, assignment: str) -> list[Finding]:
     Which cells are read is decided by their source alone: the nbgrader metadata (grade_id, locked,
     solution) and the cell ids are the student's to edit, so a cell relabelled as a locked test or stripped
     of its metadata is read like any other."""
-    import nbformat
-
     nb = nbformat.read(path, as_version=4)
     lesson = _lesson_sources(assignment)
     findings = []
@@ -447,28 +445,3 @@ def scan_notebook(path: Path, student: str, assignment: str) -> list[Finding]:
         for line, message in scan_source(cell.source, solution_cell=True):
             findings.append(Finding(student, assignment, where, line, message))
     return findings
-
-
-def scan(folder: Path) -> tuple[list[Finding], list[str]]:
-    """Findings for every readable submission under folder (<student>/<chapter>/<chapter>.ipynb); a file
-    that cannot be read gives one line, and the others are scanned."""
-    from .grading import find_submissions
-
-    submissions, errors = find_submissions(Path(folder))
-    findings = []
-    for sub in submissions:
-        try:
-            findings += scan_notebook(sub.notebook, sub.student, sub.assignment)
-        except Exception as exc:  # RecursionError and MemoryError included: one file, not the whole scan
-            errors.append(f"{sub.student}: {sub.assignment} not scanned: {sub.notebook.name} is unreadable "
-                          f"({type(exc).__name__}: {(str(exc).strip().splitlines() or ['no message'])[0][:200]})")
-    return findings, errors
-
-
-def format_findings(findings: list[Finding]) -> str:
-    if not findings:
-        return "no findings"
-    rows = [("student", "chapter", "cell", "line", "finding")]
-    rows += [(f.student, f.assignment, f.cell, str(f.line), f.message) for f in findings]
-    widths = [max(len(r[i]) for r in rows) for i in range(4)]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r[:4], widths)) + "  " + r[4] for r in rows)

@@ -10,13 +10,23 @@ import csv
 import os
 import subprocess
 import sys
+from pathlib import Path
 from types import SimpleNamespace
 
 import nbformat
+import nbgrader.api
 import pytest
+from nbgrader.api import Gradebook
+from nbgrader.converters import Autograde
+from traitlets.config.loader import PyFileConfigLoader
 
-from autograder import course, grading, scan, synthetic
-from conftest import submit
+import synthetic
+from autograder import autograde, checks, config, course, gradebook, preprocessors, report, scan, submissions
+from autograder.commands import grade as grade_command
+from autograder.liveness import cell_names, demo_cells_to_skip
+from autograder.preprocessors.restore_imports import setup_imports
+from support import run_cli
+from synthetic import submit
 
 CHAPTERS = course.assignments()
 
@@ -26,7 +36,7 @@ CHAPTERS = course.assignments()
 
 def _config(tmp_path, monkeypatch):
     monkeypatch.setenv("POSENC_COURSE_DIR", str(tmp_path / "course"))
-    return grading.load_config()
+    return config.load_config()
 
 
 def test_config_puts_everything_in_the_course_folder(tmp_path, monkeypatch):
@@ -41,8 +51,6 @@ def test_config_puts_everything_in_the_course_folder(tmp_path, monkeypatch):
 
 def test_root_config_releases_to_lessons():
     """What `nbgrader` itself reads from the repository root (grade only redirects generate's copy)."""
-    from traitlets.config.loader import PyFileConfigLoader
-
     cfg = PyFileConfigLoader("nbgrader_config.py", path=str(course.ROOT)).load_config()
     assert cfg.CourseDirectory.release_directory == "lessons"
     assert cfg.CourseDirectory.source_directory == "solutions"
@@ -51,31 +59,50 @@ def test_root_config_releases_to_lessons():
 def test_grading_runs_every_cell_despite_the_books_skip_tag(tmp_path, monkeypatch):
     """Exercise cells carry `skip-execution` for the book; nbclient skips such cells by default, which would
     let every unrun test cell score full points. The step that executes submissions must not skip them."""
-    from nbgrader.converters import Autograde
-
     cfg = _config(tmp_path, monkeypatch)
     autograde = Autograde(config=cfg)
     executors = [pp for pp in autograde.autograde_preprocessors if "Execute" in pp.__name__]
-    assert len(executors) == 1 and issubclass(executors[0], grading_preprocessors().GuardedExecute), executors
+    assert len(executors) == 1 and issubclass(executors[0], preprocessors.GuardedExecute), executors
     for cls in executors:
         step = cls(config=cfg)
         assert step.skip_cells_with_tag != "skip-execution"
         assert step.timeout == cfg.Execute.timeout and step.interrupt_on_timeout
     for name in CHAPTERS:
-        lesson = nbformat.read(course.LESSONS / name / f"{name}.ipynb", as_version=4)
+        lesson = nbformat.read(course.lesson_notebook(name), as_version=4)
         tags = {t for c in lesson.cells for t in c.metadata.get("tags", [])}
         assert executors[0](config=cfg).skip_cells_with_tag not in tags, name
 
 
-def grading_preprocessors():
-    from autograder import preprocessors
+def test_the_sandbox_is_chosen_on_the_config_object(tmp_path, monkeypatch):
+    """The course's settings sandbox autograde; `--unsandboxed` is a loaded copy with nbgrader's Execute step
+    guarded but unsandboxed, and the copy alone changes (no environment variable carries the choice)."""
+    monkeypatch.setenv("POSENC_COURSE_DIR", str(tmp_path / "course"))
+    sandboxed, unsandboxed = config.load_config(), config.load_config(sandboxed=False)
+    assert config.execute_step(sandboxed) is preprocessors.SandboxedExecute
+    assert config.execute_step(unsandboxed) is preprocessors.GuardedExecute
+    steps = [list(c.Autograde.autograde_preprocessors) for c in (sandboxed, unsandboxed)]
+    assert [s for s in steps[0] if s is not preprocessors.SandboxedExecute] == \
+        [s for s in steps[1] if s is not preprocessors.GuardedExecute]
+    assert config.execute_step(config.load_config()) is preprocessors.SandboxedExecute
 
-    return preprocessors
+
+def test_nbgraders_environment_is_changed_only_inside_a_session(monkeypatch):
+    """gradebook.session() puts this environment's bin/ (nbgrader's `alembic`) on PATH and makes SQLite wait for
+    a lock; outside it, both are as they were (nothing is changed at import)."""
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    engine = nbgrader.api.create_engine
+    with gradebook.session():
+        assert os.environ["PATH"].split(os.pathsep)[0] == str(Path(sys.executable).parent)
+        assert nbgrader.api.create_engine is not engine
+        with gradebook.session():  # nested: the outer session's state comes back
+            pass
+        assert nbgrader.api.create_engine is not engine
+    assert os.environ["PATH"] == "/usr/bin:/bin" and nbgrader.api.create_engine is engine
 
 
 def test_config_limits_output_and_restores_deleted_tests(tmp_path, monkeypatch):
     cfg = _config(tmp_path, monkeypatch)
-    pre = grading_preprocessors()
+    pre = preprocessors
     limit = pre.LimitOutput(config=cfg)
     assert limit.max_lines == 1000 and limit.max_traceback == 100 and limit.max_chars == 20000
     assert cfg.OverwriteCells.add_missing_cells is True
@@ -88,7 +115,7 @@ def test_timeout_comes_from_the_environment(tmp_path, monkeypatch):
 
 
 def test_limit_output_cuts_a_single_huge_line():
-    pre = grading_preprocessors()
+    pre = preprocessors
     cell = nbformat.v4.new_code_cell("print('x' * 10**6)")
     cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text="x" * 10**6 + "\n"),
                     nbformat.v4.new_output("execute_result", data={"text/plain": "y" * 10**6}, execution_count=1)]
@@ -116,8 +143,8 @@ def test_find_submissions_reports_each_problem_by_student(tmp_path):
     submit(tmp_path, "who", "99_nonsense", text="{}")
     (tmp_path / "bad id!" / name).mkdir(parents=True)
     (tmp_path / "linker" / name).mkdir(parents=True)
-    (tmp_path / "linker" / name / f"{name}.ipynb").symlink_to(course.SOLUTIONS / name / f"{name}.ipynb")
-    found, errors = grading.find_submissions(tmp_path)
+    (tmp_path / "linker" / name / f"{name}.ipynb").symlink_to(course.source_notebook(name))
+    found, errors = submissions.find_submissions(tmp_path)
     assert [(s.student, s.assignment) for s in found] == [("ok", name)]
     text = "\n".join(errors)
     assert f"broken: {name} not graded: {name}.ipynb is not valid JSON" in text
@@ -134,10 +161,10 @@ def test_copy_in_leaves_symbolic_links_behind(tmp_path, monkeypatch):
     name = CHAPTERS[0]
     folder = tmp_path / "in" / "amy" / name
     submit(tmp_path / "in", "amy", name)
-    (folder / "answers.ipynb").symlink_to(course.SOLUTIONS / name / f"{name}.ipynb")
+    (folder / "answers.ipynb").symlink_to(course.source_notebook(name))
     (folder / "data").symlink_to(course.SOLUTIONS)
     cfg = _config(tmp_path, monkeypatch)
-    dest = grading.copy_in(grading.Submission("amy", name, folder), cfg)
+    dest = submissions.copy_in(submissions.Submission("amy", name, folder), cfg)
     assert sorted(p.name for p in dest.iterdir()) == [f"{name}.ipynb"]
 
 
@@ -149,13 +176,13 @@ def test_grade_goes_on_when_one_assignment_cannot_enter_the_gradebook(tmp_path, 
     for name in (first, second):
         submit(tmp_path / "in", "amy", name)
     monkeypatch.setenv("POSENC_COURSE_DIR", str(tmp_path / "course"))
-    monkeypatch.setattr(grading, "sync_assignments", lambda names, cfg: {first: f"{first} is broken"})
+    monkeypatch.setattr(gradebook, "sync_assignments", lambda names, cfg: {first: f"{first} is broken"})
     graded = []
-    monkeypatch.setattr(grading, "autograde", lambda pairs, jobs, progress: graded.extend(pairs) or [])
-    monkeypatch.setattr(grading, "read_scores", lambda names, cfg: {})
-    monkeypatch.setattr(grading, "register_students", lambda ids, cfg: None)
+    monkeypatch.setattr(autograde, "autograde", lambda pairs, cfg, jobs, progress: graded.extend(pairs) or [])
+    monkeypatch.setattr(gradebook, "read_scores", lambda names, cfg: {})
+    monkeypatch.setattr(gradebook, "register_students", lambda ids, cfg: None)
     lines = []
-    status = grading.grade(tmp_path / "in", out=lines.append)
+    status = grade_command.grade(tmp_path / "in", out=lines.append)
     assert status == 1
     assert graded == [(second, "amy")]
     assert f"ERROR {first} is broken" in lines
@@ -163,12 +190,12 @@ def test_grade_goes_on_when_one_assignment_cannot_enter_the_gradebook(tmp_path, 
 
 def test_score_table_layout():
     name = CHAPTERS[0]
-    probs = grading.problems(name)
+    probs = report.problems(name)
     # autograded problems full, written answers not graded yet (score 0, waiting for a human)
-    full = grading.Result("amy", name, {p.grade_id: grading.Score(p.points if p.kind == "test" else 0.0, p.points,
+    full = gradebook.Result("amy", name, {p.grade_id: gradebook.Score(p.points if p.kind == "test" else 0.0, p.points,
                                                                   p.kind != "test", None, None)
                                         for p in probs}, ["a note"])
-    table = grading.format_table(name, [full]).splitlines()
+    table = report.format_table(name, [full]).splitlines()
     assert table[0].startswith(name)
     assert all(p.grade_id in table[1] for p in probs)
     autograded = sum(p.points for p in probs if p.kind == "test")
@@ -220,15 +247,7 @@ def test_scan_is_quiet_on_the_reference_solutions(name):
 REGRADE = [n for n in ("01_why_position", "02_sinusoidal") if n in CHAPTERS] or CHAPTERS[:2]
 
 
-def _cli(*args, course_dir):
-    env = {**os.environ, "POSENC_COURSE_DIR": str(course_dir), "POSENC_CELL_TIMEOUT": "30"}
-    return subprocess.run([sys.executable, "-m", "autograder", *map(str, args)], cwd=course.ROOT, env=env,
-                          capture_output=True, text=True, timeout=1800)
-
-
 def _grades(course_dir):
-    from nbgrader.api import Gradebook
-
     with Gradebook(f"sqlite:///{course_dir / 'gradebook.db'}", "posenc") as gb:
         return {(s.student.id, a.name): {g.name: SimpleNamespace(score=g.score, auto_score=g.auto_score,
                                                                  manual_score=g.manual_score,
@@ -240,15 +259,13 @@ def _grades(course_dir):
 @pytest.mark.slow
 @pytest.mark.xdist_group("autograder_regrade")
 def test_regrading_keeps_manual_grades_and_survives_a_corrupt_resubmission(tmp_path):
-    from nbgrader.api import Gradebook
-
     one, two = REGRADE
     course_dir = tmp_path / "course"
     b1, b2 = synthetic.Builder(one), synthetic.Builder(two)
     perfect, partial, late = b1.perfect(), b2.partial(), b2.perfect("late")
     for s in (perfect, partial, late):
         s.write(tmp_path / "round1")
-    first = _cli("grade", tmp_path / "round1", "--jobs", "1", course_dir=course_dir)
+    first = run_cli("grade", tmp_path / "round1", "--jobs", "1", course_dir=course_dir)
     assert first.returncode == 0, first.stdout + first.stderr
     grades = _grades(course_dir)
     for s in (perfect, partial, late):
@@ -267,7 +284,7 @@ def test_regrading_keeps_manual_grades_and_survives_a_corrupt_resubmission(tmp_p
     # Round 2: the same perfect notebook is graded again; `late` resubmits a corrupt file.
     perfect.write(tmp_path / "round2")
     synthetic.Builder(two).corrupt("late").write(tmp_path / "round2")
-    second = _cli("grade", tmp_path / "round2", "--jobs", "1", course_dir=course_dir)
+    second = run_cli("grade", tmp_path / "round2", "--jobs", "1", course_dir=course_dir)
     assert second.returncode == 1
     assert f"ERROR late: {two} not graded: {two}.ipynb is not valid JSON" in second.stdout
     grades = _grades(course_dir)
@@ -283,11 +300,11 @@ def test_regrading_keeps_manual_grades_and_survives_a_corrupt_resubmission(tmp_p
     # Nothing of `late` was lost: the first submission's grades and files are still there.
     assert {k: g.score for k, g in grades[("late", two)].items()} == late.expected
     kept = course_dir / "submitted" / "late" / two / f"{two}.ipynb"
-    assert grading.notebook_problem(kept) is None
+    assert submissions.notebook_problem(kept) is None
 
     # The export reflects the manual grades.
     target = tmp_path / "grades.csv"
-    assert _cli("export", "--to", target, course_dir=course_dir).returncode == 0
+    assert run_cli("export", "--to", target, course_dir=course_dir).returncode == 0
     with open(target, newline="") as f:
         rows = {(r["student_id"], r["assignment"]): float(r["score"]) for r in csv.DictReader(f)}
     expected = sum(perfect.expected.values()) - perfect.expected[override] + 0.5 + 1.5
@@ -295,8 +312,6 @@ def test_regrading_keeps_manual_grades_and_survives_a_corrupt_resubmission(tmp_p
 
 
 def test_setup_imports_are_what_the_grader_puts_before_each_test():
-    from autograder.preprocessors import setup_imports
-
     setup = "import numpy as np\nimport posenc\nfrom autograder import checks\nfrom . import local\nx = 1\n"
     assert setup_imports([setup, "import numpy as np\nimport math"]) == [
         "import numpy as np", "import posenc", "from autograder import checks", "import math"]
@@ -304,8 +319,6 @@ def test_setup_imports_are_what_the_grader_puts_before_each_test():
 
 
 def test_checks_refuse_to_run_after_their_own_functions_were_replaced():
-    from autograder import checks
-
     original = checks.close
     checks.close = lambda *args, **kwargs: None
     try:
@@ -328,7 +341,7 @@ def test_metadata_problems_name_the_cell(tmp_path, monkeypatch):
     (tmp_path / "x").mkdir()
     nbformat.write(nb, tmp_path / "x" / "x.ipynb")
     monkeypatch.setattr(course, "SOLUTIONS", tmp_path)
-    problems = grading.metadata_problems("x")
+    problems = gradebook.metadata_problems("x")
     assert "cell 0 (rubric) is a task cell without points" in problems[0]
     assert "grade_id 'twice' is used twice" in problems[1]
 
@@ -336,15 +349,13 @@ def test_metadata_problems_name_the_cell(tmp_path, monkeypatch):
 @pytest.mark.parametrize("name", CHAPTERS)
 def test_every_chapter_can_enter_the_gradebook(name):
     """What nbgrader generate_assignment needs beyond what `nbgrader validate` checks."""
-    assert not grading.metadata_problems(name), grading.metadata_problems(name)
+    assert not gradebook.metadata_problems(name), gradebook.metadata_problems(name)
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Demo cells: which narrative cells grading may leave out (autograder/preprocessors.py).
+# Demo cells: which narrative cells grading may leave out (autograder/liveness.py).
 
 def test_cell_names_worked_examples():
-    from autograder.liveness import cell_names
-
     binds, kills, reads = cell_names("d = 128\nfig, ax = plt.subplots()\nax.plot([i * d for i in range(3)])\n")
     assert kills == {"d", "fig", "ax"} and binds == kills
     assert reads == {"plt", "range"}, "d is rebound before it is read; i belongs to the comprehension"
@@ -369,8 +380,6 @@ def _nb(*cells):
 
 
 def test_demo_cells_run_only_when_a_later_cell_reads_what_they_define():
-    from autograder.preprocessors import demo_cells_to_skip
-
     locked = {"locked": True, "grade": False, "solution": False, "grade_id": "setup"}
     test = {"grade": True, "locked": True, "solution": False, "grade_id": "t", "points": 1}
     solution = {"solution": True, "grade": False, "locked": False, "grade_id": "s"}
@@ -394,8 +403,6 @@ def test_demo_cells_run_only_when_a_later_cell_reads_what_they_define():
 def test_checks_refuse_a_replaced_posenc_constant(monkeypatch):
     """posenc's data (the arena results path chapter 8's tests read) cannot be pointed elsewhere."""
     import posenc
-    from autograder import checks
-
     checks.untampered()
     monkeypatch.setattr(posenc, "ARENA_RESULTS", posenc.ARENA_RESULTS.with_name("made_up.json"))
     with pytest.raises(checks.Tampered, match="posenc.ARENA_RESULTS was replaced"):

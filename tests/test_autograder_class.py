@@ -5,7 +5,7 @@ problem asserted from the gradebook.
 Every chapter is graded on a perfect, a blank and a partial submission; the hostile set (wrong answers,
 types, shapes, exceptions, hard-coded visible tests, calls to posenc's reference, monkeypatches, edited and
 deleted test cells, loops, exits, huge output, a corrupt file) runs on HOSTILE. Expected scores come from
-the points in the notebooks' nbgrader metadata (autograder/synthetic.py), never typed in here.
+the points in the notebooks' nbgrader metadata (tests/synthetic/), never typed in here.
 """
 
 from __future__ import annotations
@@ -16,16 +16,19 @@ import os
 import pickle
 import re
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 from types import SimpleNamespace
 
 import nbformat
 import pytest
+from nbgrader.api import Gradebook
 
-from autograder import course, synthetic
+import synthetic
+from autograder import course
+from autograder.liveness import demo_cells_to_skip
+from autograder.verdict import split_hidden
 from differently_correct import DIFFERENT, WARNING_VARIANTS
+from support import run_cli
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("autograder_class")]
 
@@ -63,17 +66,8 @@ USES_NARRATIVE = {
 }
 
 
-def run_cli(*args, course_dir: Path, timeout: int = 1800) -> subprocess.CompletedProcess:
-    """`python -m autograder ...` from the repository root, with its own course folder."""
-    env = {**os.environ, "POSENC_COURSE_DIR": str(course_dir), "POSENC_CELL_TIMEOUT": CELL_TIMEOUT}
-    return subprocess.run([sys.executable, "-m", "autograder", *map(str, args)], cwd=course.ROOT, env=env,
-                          capture_output=True, text=True, timeout=timeout)
-
-
 def gradebook_grades(course_dir: Path) -> dict:
     """{(student, assignment): {grade_id: grade}} through nbgrader's own gradebook API."""
-    from nbgrader.api import Gradebook
-
     out = {}
     with Gradebook(f"sqlite:///{course_dir / 'gradebook.db'}", "posenc") as gb:
         for assignment in gb.assignments:
@@ -145,7 +139,7 @@ def graded_class(tmp_path_factory):
                                                                                zero_if_blocked=False))
             for student in students:
                 student.write(submissions)
-            result = run_cli("grade", submissions, "--jobs", "2", course_dir=course_dir)
+            result = run_cli("grade", submissions, "--jobs", "2", course_dir=course_dir, cell_timeout=CELL_TIMEOUT)
             (root / "grade.log").write_text(result.stdout + result.stderr)  # for a human, if a test fails
             state = {"students": students, "returncode": result.returncode, "stdout": result.stdout,
                      "stderr": result.stderr}
@@ -329,8 +323,6 @@ def test_restored_test_cells_are_the_instructors(graded_class, name):
 
 def _hidden_lines(name) -> set[str]:
     """Lines of the chapter's hidden tests that appear nowhere in the lesson a student has."""
-    from autograder.verdict import split_hidden
-
     a = synthetic.Assignment.load(name)
     lesson_text = "\n".join(c.source for c in a.lesson.cells)
     lines = set()
@@ -357,7 +349,7 @@ def test_gradebook_survives_parallel_grading(graded_class):
 @pytest.fixture(scope="module")
 def feedback_pages(graded_class):
     """`python -m autograder feedback` for the whole class, once."""
-    result = run_cli("feedback", course_dir=graded_class.course)
+    result = run_cli("feedback", course_dir=graded_class.course, cell_timeout=CELL_TIMEOUT)
     assert result.returncode == 0, result.stdout + result.stderr
     return graded_class.course / "feedback"
 
@@ -394,7 +386,7 @@ def test_no_feedback_page_or_autograded_notebook_shows_a_hidden_test(graded_clas
 
 def test_export_csv_has_every_total(graded_class):
     target = graded_class.root / "grades.csv"
-    result = run_cli("export", "--to", target, course_dir=graded_class.course)
+    result = run_cli("export", "--to", target, course_dir=graded_class.course, cell_timeout=CELL_TIMEOUT)
     assert result.returncode == 0, result.stdout + result.stderr
     with open(target, newline="") as f:
         rows = {(r["student_id"], r["assignment"]): r for r in csv.DictReader(f)}
@@ -408,7 +400,7 @@ def test_export_csv_has_every_total(graded_class):
 
 
 def test_scan_flags_the_cheats_and_not_the_honest(graded_class):
-    result = run_cli("scan", graded_class.submissions, course_dir=graded_class.course)
+    result = run_cli("scan", graded_class.submissions, course_dir=graded_class.course, cell_timeout=CELL_TIMEOUT)
     assert result.returncode == 0, result.stdout + result.stderr
     flagged = {}
     for line in result.stdout.splitlines()[1:]:
@@ -433,8 +425,6 @@ def test_scan_flags_the_cheats_and_not_the_honest(graded_class):
 def test_a_solution_reading_a_demo_cells_variable_gets_that_cell_run(name):
     """The class's uses_narrative student is a real test of the demo-cell rule: with their solution, grading
     runs a demo cell it leaves out for the perfect submission (their full marks are asserted above)."""
-    from autograder.preprocessors import demo_cells_to_skip
-
     b = synthetic.Builder(name)
     perfect = demo_cells_to_skip(b.perfect().notebook)
     uses = demo_cells_to_skip(b.replaced_solutions("uses_narrative", USES_NARRATIVE[name], False).notebook)

@@ -18,17 +18,19 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
 from autograder import course
+from autograder.commands.release import release
+from autograder.liveness import DEMO_TAG, demo_cells_to_skip, is_demo
 
 CHAPTERS = course.assignments()
 BUDGET_SECONDS = 30  # kernel CPU seconds; each chapter runs once per student at grading time
 
 
 def _source(name):
-    return nbformat.read(course.SOLUTIONS / name / f"{name}.ipynb", as_version=4)
+    return nbformat.read(course.source_notebook(name), as_version=4)
 
 
 def _lesson(name):
-    return nbformat.read(course.LESSONS / name / f"{name}.ipynb", as_version=4)
+    return nbformat.read(course.lesson_notebook(name), as_version=4)
 
 
 def _nbgrader_meta(cell):
@@ -70,10 +72,12 @@ def test_source_is_committed_clean(name):
             assert cell.execution_count is None, f"{name}: cell {i} has an execution count"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", CHAPTERS)
 def test_lesson_is_what_nbgrader_generates(name, tmp_path):
-    [fresh] = course.release([name], release_dir=tmp_path)
-    committed = (course.LESSONS / name / f"{name}.ipynb").read_text()
+    """`make lessons` end to end: nbgrader generates each lesson from its source, as committed."""
+    [fresh] = release([name], release_dir=tmp_path)
+    committed = (course.lesson_notebook(name)).read_text()
     assert json.loads(fresh.read_text()) == json.loads(committed), (
         f"lessons/{name} is stale: run `make lessons` and commit the result")
 
@@ -104,8 +108,6 @@ def _graded_ids(nb):
 def test_demo_tags_are_display_only_and_not_stale(name):
     """Cells tagged `demo` are narrative cells (never a solution, test or locked cell) that grading leaves out
     for the instructor's own solutions: no exercise or test reads a name only they define."""
-    from autograder.preprocessors import DEMO_TAG, demo_cells_to_skip, is_demo
-
     nb = _source(name)
     tagged = {i for i, c in enumerate(nb.cells) if DEMO_TAG in c.metadata.get("tags", [])}
     assert all(is_demo(nb.cells[i]) for i in tagged), "only narrative code cells may be tagged demo"

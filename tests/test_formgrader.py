@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, VENV_BIN, jupyter_lab, toc_chapters, write_course_config
+from support import ROOT, VENV_BIN, jupyter_lab, toc_chapters, write_course_config
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("formgrader")]
 

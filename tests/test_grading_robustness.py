@@ -15,15 +15,19 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from nbgrader.api import Gradebook
 
-from autograder import course, grading, synthetic
+import synthetic
+from autograder import course, sandbox, submissions
+from autograder.commands import grade as grade_command
 from autograder.liveness import MAX_SOURCE, cell_names
+from support import cli_command, cli_env
 
 CHAPTER = "02_sinusoidal"  # numpy only: the quickest chapter to grade
 
 
 def _lesson_copy(tmp_path, edit) -> Path:
-    nb = nbformat.read(course.ROOT / "lessons" / CHAPTER / f"{CHAPTER}.ipynb", as_version=4)
+    nb = nbformat.read(course.lesson_notebook(CHAPTER), as_version=4)
     edit(nb)
     path = tmp_path / f"{CHAPTER}.ipynb"
     nbformat.write(nb, str(path))
@@ -48,7 +52,7 @@ def _test_cell(nb):
     (lambda nb: nb.cells[0].metadata.update(nbgrader={"grade": True, "grade_id": "x", "points": 99}), "'x'"),
 ])
 def test_tampered_nbgrader_metadata_is_named_as_such(tmp_path, edit, words):
-    problem = grading.metadata_tampering(_lesson_copy(tmp_path, edit), CHAPTER)
+    problem = submissions.metadata_tampering(_lesson_copy(tmp_path, edit), CHAPTER)
     assert problem and "tampered" in problem and words in problem, problem
 
 
@@ -57,7 +61,7 @@ def test_what_nbgrader_puts_back_itself_is_not_tampering(tmp_path):
         meta = _test_cell(nb).metadata["nbgrader"]
         meta["points"], meta["locked"] = 100, False
         nb.cells.remove(_graded_cells(nb)[-1])
-    assert grading.metadata_tampering(_lesson_copy(tmp_path, edit), CHAPTER) is None
+    assert submissions.metadata_tampering(_lesson_copy(tmp_path, edit), CHAPTER) is None
 
 
 def test_find_submissions_refuses_a_tampered_notebook_with_one_line(tmp_path):
@@ -66,7 +70,7 @@ def test_find_submissions_refuses_a_tampered_notebook_with_one_line(tmp_path):
     _test_cell(bad.notebook).metadata["nbgrader"]["solution"] = True
     for student in (good, bad):
         student.write(tmp_path)
-    found, errors = grading.find_submissions(tmp_path)
+    found, errors = submissions.find_submissions(tmp_path)
     assert [s.student for s in found] == ["good"]
     assert len(errors) == 1 and errors[0].startswith("bad: ") and "tampered" in errors[0], errors
 
@@ -80,16 +84,14 @@ def test_the_demo_cell_analysis_is_bounded():
 
 # -- the real pipeline ----------------------------------------------------------------------------------
 
-def _grade(submissions: Path, course_dir: Path, *args, env=None, **kwargs) -> subprocess.Popen:
-    env = {**os.environ, "POSENC_COURSE_DIR": str(course_dir), "POSENC_CELL_TIMEOUT": "60", **(env or {})}
-    return subprocess.Popen([sys.executable, "-m", "autograder", "grade", str(submissions), *args],
-                            cwd=course.ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, **kwargs)
+def _grade(handed_in: Path, course_dir: Path, *args, env=None, **kwargs) -> subprocess.Popen:
+    """`python -m autograder grade` started in the background (the test acts while it grades)."""
+    return subprocess.Popen(cli_command("grade", handed_in, *args), cwd=course.ROOT,
+                            env=cli_env(course_dir, 60, **(env or {})), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, **kwargs)
 
 
 def _scores(course_dir: Path) -> dict:
-    from nbgrader.api import Gradebook
-
     with Gradebook(f"sqlite:///{course_dir / 'gradebook.db'}", "posenc") as gb:
         return {(s.student.id, a.name): {g.name: g.score for nb in s.notebooks for g in nb.grades}
                 for a in gb.assignments for s in a.submissions}
@@ -197,15 +199,13 @@ def test_grading_works_from_a_symlinked_virtualenv(tmp_path):
 
 
 def test_a_kernel_that_cannot_start_in_the_sandbox_is_one_line_before_anyone_is_graded(tmp_path, monkeypatch):
-    from autograder import sandbox
-
     if sandbox.unavailable():
         pytest.skip(sandbox.unavailable())
     monkeypatch.setattr(sandbox, "PREFLIGHT", "import a_module_the_sandbox_lacks")
     monkeypatch.setenv("POSENC_COURSE_DIR", str(tmp_path / "course"))
     synthetic.Builder(CHAPTER).perfect().write(tmp_path / "subs")
     lines = []
-    assert grading.grade(tmp_path / "subs", out=lines.append) == 2
+    assert grade_command.grade(tmp_path / "subs", out=lines.append) == 2
     assert len(lines) == 1 and lines[0].startswith("ERROR nobody was graded: a kernel cannot start in the sandbox")
     assert "a_module_the_sandbox_lacks" in lines[0] and "virtualenv" in lines[0], lines
     assert not (tmp_path / "course" / "submitted").exists(), "nothing was copied or graded"

@@ -1,4 +1,5 @@
-"""Students' HTML and scripts never run in the grader's pages (autograder/inert.py, autograder/feedback.py).
+"""Students' HTML and scripts never run in the grader's pages (autograder/preprocessors/inert_outputs.py,
+autograder/feedback.py).
 
 Fast: ``InertOutputs`` on each kind of hostile output (every MIME type but text and PNG/JPEG is removed, with a
 note; malformed payloads do not crash it), on markdown answers (raw HTML shown as text, LaTeX untouched,
@@ -24,7 +25,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 from html.parser import HTMLParser
 from pathlib import Path
@@ -33,9 +33,13 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output, new_raw_cell
 
-from autograder import inert
-from conftest import write_course_config
-from autograder.inert import InertOutputs, inert_attachments, inert_markdown, inert_outputs, markdown_problems
+import synthetic
+from autograder.config import load_config
+from autograder.preprocessors import inert_outputs as inert
+from autograder.preprocessors.inert_outputs import (InertOutputs, inert_attachments, inert_markdown, inert_outputs,
+                                                    markdown_problems)
+from support import jupyter_lab, run_cli, watched_context, write_course_config
+from synthetic import find_cell as _cell
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTE_WORDS = "removed by the grader"
@@ -423,10 +427,8 @@ def test_nbgraders_own_templates_render_an_inert_notebook_with_nothing_to_run(te
 # Configuration and the feedback page
 
 def _config(tmp_path, monkeypatch):
-    from autograder import grading
-
     monkeypatch.setenv("POSENC_COURSE_DIR", str(tmp_path / "course"))
-    return grading.load_config()
+    return load_config()
 
 
 def test_config_runs_inert_outputs_after_limit_output_and_sanitizes_pages(tmp_path, monkeypatch):
@@ -599,14 +601,12 @@ ANSWER = (
 def hostile_submission():
     """The perfect submission of CHAPTER with hostile displays in its first solution cell, a hostile written
     answer (with LaTeX), a markdown cell with a javascript: link and a raw HTML cell."""
-    from autograder import synthetic
-
     builder = synthetic.Builder(CHAPTER)
     student = builder.perfect(STUDENT)
     nb = student.notebook
-    solution = synthetic._cell(nb, builder.a.exercises[0].solutions[0])
+    solution = _cell(nb, builder.a.exercises[0].solutions[0])
     solution.source += "\n\n" + hostile_code()
-    synthetic._cell(nb, builder.a.written[0]).source = ANSWER
+    _cell(nb, builder.a.written[0]).source = ANSWER
     at = nb.cells.index(solution) + 1
     nb.cells.insert(at, new_markdown_cell(f"See [my notes]({LINK}) for more."))
     raw = f"<script>{mark('raw-script')}</script><img src=x onerror=\"{mark('raw-img')}\">"
@@ -615,10 +615,7 @@ def hostile_submission():
 
 
 def _cli(*args, course_dir: Path):
-    env = {**os.environ, "POSENC_COURSE_DIR": str(course_dir), "POSENC_CELL_TIMEOUT": "30", "PYTHONHASHSEED": "0",
-           "MPLBACKEND": "Agg"}
-    return subprocess.run([sys.executable, "-m", "autograder", *map(str, args)], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=900)
+    return run_cli(*args, course_dir=course_dir, env={"PYTHONHASHSEED": "0", "MPLBACKEND": "Agg"}, timeout=900)
 
 
 @pytest.fixture(scope="module")
@@ -709,9 +706,6 @@ def _check_page(page, frame, requests, written_id: str, where: str):
 def test_feedback_page_runs_no_student_script(hostile_course, browser, tmp_path):
     from nbgrader.api import Gradebook
 
-    from autograder.synthetic import _cell
-    from conftest import watched_context
-
     _, course_dir, builder, student, _ = hostile_course
     written = builder.a.written[0]
 
@@ -784,8 +778,6 @@ def _control_page(builder, student, target: Path):
     nothing removed or sanitized."""
     from nbconvert.exporters import HTMLExporter
 
-    from autograder.synthetic import _cell
-
     nb = nbformat.from_dict(json.loads(json.dumps(student.notebook)))
     solution = _cell(nb, builder.a.exercises[0].solutions[0])
     solution.outputs = [
@@ -804,8 +796,6 @@ def test_formgrader_runs_no_student_script(hostile_course, browser, tmp_path):
     InertOutputs (as if graded before it existed): its HTML outputs are still neutralized (nbconvert's sanitizer,
     the second layer), while its raw markdown does run (the detector works, and InertOutputs is what protects
     markdown)."""
-    from conftest import jupyter_lab, watched_context
-
     root, course_dir, builder, student, _ = hostile_course
     written = builder.a.written[0]
     with jupyter_lab(root, cwd=root, tmp=tmp_path, env={"POSENC_COURSE_DIR": str(course_dir)}) as server:
@@ -857,8 +847,6 @@ def test_formgrader_runs_no_student_script(hostile_course, browser, tmp_path):
             kept = path.read_bytes()
             try:
                 nb = nbformat.read(path, as_version=4)
-                from autograder.synthetic import _cell
-
                 _cell(nb, written).source = ANSWER
                 solution = _cell(nb, builder.a.exercises[0].solutions[0])
                 solution.outputs.append(new_output("display_data", data={

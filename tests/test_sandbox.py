@@ -24,8 +24,6 @@ import json
 import os
 import socket
 import sqlite3
-import subprocess
-import sys
 import threading
 from pathlib import Path
 from types import SimpleNamespace
@@ -33,7 +31,11 @@ from types import SimpleNamespace
 import nbformat
 import pytest
 
-from autograder import course, sandbox, synthetic
+import synthetic
+from autograder import course, sandbox
+from autograder.config import load_config
+from autograder.preprocessors import SandboxedExecute
+from support import run_cli
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("sandbox")]
 
@@ -45,14 +47,10 @@ needs_bwrap = pytest.mark.skipif(sandbox.unavailable() is not None,
                                  reason=f"no sandbox here: {sandbox.unavailable()}")
 
 
-def grade(submissions: Path, course_dir: Path, *extra: str, sandboxed: bool = True, env=None):
+def grade(handed_in: Path, course_dir: Path, *extra: str, sandboxed: bool = True, env=None):
     """`python -m autograder grade` as an instructor runs it (sandboxed by default)."""
-    env = {**os.environ, "POSENC_COURSE_DIR": str(course_dir), "POSENC_CELL_TIMEOUT": CELL_TIMEOUT, **(env or {})}
-    env.pop("POSENC_UNSANDBOXED", None)
-    cmd = [sys.executable, "-m", "autograder", "grade", str(submissions), *extra]
-    if not sandboxed:
-        cmd.append("--unsandboxed")
-    return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
+    return run_cli("grade", handed_in, *extra, *([] if sandboxed else ["--unsandboxed"]), course_dir=course_dir,
+                   cell_timeout=CELL_TIMEOUT, env=env)
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -257,7 +255,7 @@ def hostile(name: str, attack: str, targets: dict) -> synthetic.Student:
     code = _PRELUDE.format(targets=json.dumps(targets)) + ATTACKS[attack]
     cells = [sid for ex in b.a.exercises for sid in ex.solutions]
     for sid in cells if attack == "steals" else cells[:1]:  # the thief runs what it stole in every answer cell
-        synthetic._cell(blank.notebook, sid).source = code
+        synthetic.find_cell(blank.notebook, sid).source = code
     return blank
 
 
@@ -369,7 +367,7 @@ def attacked(tmp_path_factory):
     honest = synthetic.standard_class(CHAPTER)
     canary = synthetic.Builder(CHAPTER).blank("canary")
     stub = next(ex for ex in synthetic.Builder(CHAPTER).a.exercises if ex.solutions).solutions[0]
-    synthetic._cell(canary.notebook, stub).source = CANARY.format(str(ROOT / "solutions"), str(course_dir / "gradebook.db"))
+    synthetic.find_cell(canary.notebook, stub).source = CANARY.format(str(ROOT / "solutions"), str(course_dir / "gradebook.db"))
     for student in honest + [canary]:
         student.write(first)
     run1 = grade(first, course_dir, "--jobs", "2")
@@ -506,11 +504,8 @@ def test_grade_refuses_without_bubblewrap(tmp_path):
 def test_course_config_autogrades_in_the_sandbox():
     """autograder/nbgrader_config.py selects the sandboxed Execute step for autograde (and only there:
     students' `nbgrader validate` runs nbgrader's own Execute)."""
-    from autograder import grading
-
-    os.environ.pop("POSENC_UNSANDBOXED", None)
-    cfg = grading.load_config()
-    assert sandbox.SandboxedExecute in list(cfg.Autograde.autograde_preprocessors)
+    cfg = load_config()
+    assert SandboxedExecute in list(cfg.Autograde.autograde_preprocessors)
     assert "kernel_manager_class" not in cfg.get("Execute", {}), "validate must stay unsandboxed"
 
 
@@ -525,18 +520,15 @@ def test_validate_runs_a_students_notebook_in_the_sandbox(tmp_path):
     first.source = (f"try:\n    open({str(marker)!r}, 'w').write('planted')\nexcept OSError:\n    pass\n"
                     + first.source)
     path = student.write(tmp_path / "subs")
-    env = {**os.environ, "POSENC_COURSE_DIR": str(tmp_path / "course"), "POSENC_CELL_TIMEOUT": CELL_TIMEOUT}
-    env.pop("POSENC_UNSANDBOXED", None)
-
     def validate(*extra):
-        return subprocess.run([sys.executable, "-m", "autograder", "validate", str(path), *extra], cwd=ROOT,
-                              env=env, capture_output=True, text=True, timeout=600)
+        return run_cli("validate", path, *extra, course_dir=tmp_path / "course", cell_timeout=CELL_TIMEOUT,
+                       timeout=600)
 
     run = validate()
     assert "Success! Your notebook passes all the tests." in run.stdout, _out(run)
     assert not marker.exists(), "the sandboxed kernel wrote outside its own folder"
     run = validate("--unsandboxed")
     assert "WARNING: --unsandboxed" in run.stdout and marker.read_text() == "planted", _out(run)
-    run = subprocess.run([sys.executable, "-m", "autograder", "validate", str(tmp_path / "missing.ipynb")],
-                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    run = run_cli("validate", tmp_path / "missing.ipynb", course_dir=tmp_path / "course", cell_timeout=CELL_TIMEOUT,
+                  timeout=600)
     assert run.returncode == 1 and "missing.ipynb: no such notebook" in run.stdout, _out(run)

@@ -18,8 +18,11 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import course, grading, scan, synthetic
-from conftest import submit
+import synthetic
+from autograder import autograde, config, course, gradebook, scan, submissions
+from autograder.commands import grade as grade_command
+from autograder.commands.scan import scan as scan_folder
+from synthetic import submit
 
 CHAPTERS = course.assignments()
 NAME = CHAPTERS[0]
@@ -42,7 +45,7 @@ def test_a_symlinked_chapter_folder_is_refused_with_one_line(tmp_path):
     _submit(folder, "bob")
     (folder / "alice").mkdir(parents=True)
     (folder / "alice" / NAME).symlink_to(course.SOLUTIONS / NAME, target_is_directory=True)
-    found, errors = grading.find_submissions(folder)
+    found, errors = submissions.find_submissions(folder)
     assert _graded(found) == [("bob", NAME)]
     assert len(errors) == 1, errors
     assert errors[0].startswith(f"alice: not graded: the folder alice/{NAME} is a symbolic link (to "
@@ -56,7 +59,7 @@ def test_a_symlinked_student_folder_is_refused(tmp_path):
     folder = tmp_path / "in"
     _submit(folder, "bob")
     (folder / "alice").symlink_to(elsewhere / "alice", target_is_directory=True)
-    found, errors = grading.find_submissions(folder)
+    found, errors = submissions.find_submissions(folder)
     assert _graded(found) == [("bob", NAME)]
     assert errors == [f"alice: not graded: the folder alice is a symbolic link (to {elsewhere / 'alice'}); "
                       "hand in the notebook itself"]
@@ -82,7 +85,7 @@ def test_a_relative_link_restored_by_unzip_is_refused(tmp_path):
     (tmp_path / "solutions").mkdir()
     (tmp_path / "solutions" / NAME).symlink_to(tmp_path / "solutions_copy" / NAME)
     assert (folder / "alice" / NAME / f"{NAME}.ipynb").is_file(), "the link leads to a notebook"
-    found, errors = grading.find_submissions(folder)
+    found, errors = submissions.find_submissions(folder)
     assert found == []
     assert errors == [f"alice: not graded: the folder alice/{NAME} is a symbolic link (to ../../solutions/{NAME}); "
                       "hand in the notebook itself"]
@@ -91,7 +94,7 @@ def test_a_relative_link_restored_by_unzip_is_refused(tmp_path):
 def test_the_submissions_folder_itself_may_be_a_link(tmp_path):
     _submit(tmp_path / "real", "bob")
     (tmp_path / "link").symlink_to(tmp_path / "real", target_is_directory=True)
-    found, errors = grading.find_submissions(tmp_path / "link")
+    found, errors = submissions.find_submissions(tmp_path / "link")
     assert errors == []
     assert _graded(found) == [("bob", NAME)]
     assert found[0].folder == (tmp_path / "real" / "bob" / NAME).resolve()
@@ -103,14 +106,14 @@ def test_nothing_from_a_refused_folder_is_copied_into_the_course(tmp_path, monke
     (folder / "alice").mkdir()
     (folder / "alice" / NAME).symlink_to(course.SOLUTIONS / NAME, target_is_directory=True)
     monkeypatch.setenv("POSENC_COURSE_DIR", str(tmp_path / "course"))
-    monkeypatch.setattr(grading, "_sandbox_refusal", lambda unsandboxed, out: False)
-    monkeypatch.setattr(grading, "sync_assignments", lambda names, cfg: {})
-    monkeypatch.setattr(grading, "register_students", lambda ids, cfg: None)
+    monkeypatch.setattr(config, "refused", lambda unsandboxed, out: False)
+    monkeypatch.setattr(gradebook, "sync_assignments", lambda names, cfg: {})
+    monkeypatch.setattr(gradebook, "register_students", lambda ids, cfg: None)
     graded = []
-    monkeypatch.setattr(grading, "autograde", lambda pairs, jobs, progress: graded.extend(pairs) or [])
-    monkeypatch.setattr(grading, "read_scores", lambda names, cfg: {})
+    monkeypatch.setattr(autograde, "autograde", lambda pairs, cfg, jobs, progress: graded.extend(pairs) or [])
+    monkeypatch.setattr(gradebook, "read_scores", lambda names, cfg: {})
     lines = []
-    assert grading.grade(folder, out=lines.append) == 1
+    assert grade_command.grade(folder, out=lines.append) == 1
     assert graded == [(NAME, "bob")]
     submitted = tmp_path / "course" / "submitted"
     assert sorted(p.name for p in submitted.iterdir()) == ["bob"]
@@ -123,12 +126,12 @@ def test_a_student_id_is_matched_whole(tmp_path):
     """`re.match` with `$` accepts a trailing newline: "alice\\n" is not a student id."""
     _submit(tmp_path, "alice\n")
     _submit(tmp_path, "bob")
-    found, errors = grading.find_submissions(tmp_path)
+    found, errors = submissions.find_submissions(tmp_path)
     assert _graded(found) == [("bob", NAME)]
     assert len(errors) == 1 and errors[0].startswith("'alice\\n': not graded: a student id must be"), errors
     assert "\n" not in errors[0], "one line"
-    assert grading.STUDENT_ID.fullmatch("alice.b@x+y-1")
-    assert not grading.STUDENT_ID.fullmatch("alice\n")
+    assert submissions.STUDENT_ID.fullmatch("alice.b@x+y-1")
+    assert not submissions.STUDENT_ID.fullmatch("alice\n")
 
 
 def test_an_unreadable_student_folder_costs_that_student_one_line(tmp_path, monkeypatch):
@@ -142,7 +145,7 @@ def test_an_unreadable_student_folder_costs_that_student_one_line(tmp_path, monk
         return listing(self)
 
     monkeypatch.setattr(Path, "iterdir", iterdir)
-    found, errors = grading.find_submissions(tmp_path)
+    found, errors = submissions.find_submissions(tmp_path)
     assert _graded(found) == [("bob", NAME)]
     assert errors == ["alice: not graded: cannot read the folder alice (Permission denied)"]
 
@@ -164,7 +167,7 @@ DEEP_METADATA = '{"cells": [], "metadata": ' + '{"a": ' * 5000 + "1" + "}" * 500
 def test_notebook_problem_says_why_in_words_instead_of_raising(tmp_path, text, words):
     path = tmp_path / f"{NAME}.ipynb"
     path.write_bytes(text if isinstance(text, bytes) else text.encode())
-    problem = grading.notebook_problem(path)
+    problem = submissions.notebook_problem(path)
     assert problem.startswith((f"{NAME}.ipynb ", f"cannot read {NAME}.ipynb")), problem
     assert words in problem, problem
 
@@ -172,24 +175,24 @@ def test_notebook_problem_says_why_in_words_instead_of_raising(tmp_path, text, w
 def test_a_notebook_over_the_size_limit_is_refused_before_it_is_read(tmp_path):
     path = tmp_path / f"{NAME}.ipynb"
     with path.open("wb") as f:
-        f.truncate(grading.MAX_NOTEBOOK_BYTES + 1)  # sparse: no disk space used, nothing to read
-    problem = grading.notebook_problem(path)
+        f.truncate(submissions.MAX_NOTEBOOK_BYTES + 1)  # sparse: no disk space used, nothing to read
+    problem = submissions.notebook_problem(path)
     assert problem == (f"{NAME}.ipynb is 50 MiB, over the 50 MiB a notebook may be (clear its outputs and "
                        "hand it in again)")
 
 
 def test_the_size_limit_is_a_setting(tmp_path, monkeypatch):
     path = _submit(tmp_path, "amy")
-    monkeypatch.setattr(grading, "MAX_NOTEBOOK_BYTES", path.stat().st_size - 1)
-    assert "over the" in grading.notebook_problem(path)
-    monkeypatch.setattr(grading, "MAX_NOTEBOOK_BYTES", path.stat().st_size)
-    assert grading.notebook_problem(path) is None
+    monkeypatch.setattr(submissions, "MAX_NOTEBOOK_BYTES", path.stat().st_size - 1)
+    assert "over the" in submissions.notebook_problem(path)
+    monkeypatch.setattr(submissions, "MAX_NOTEBOOK_BYTES", path.stat().st_size)
+    assert submissions.notebook_problem(path) is None
 
 
 def test_a_deeply_nested_file_costs_one_student_one_line(tmp_path):
     _submit(tmp_path, "deep", text=DEEP)
     _submit(tmp_path, "bob")
-    found, errors = grading.find_submissions(tmp_path)
+    found, errors = submissions.find_submissions(tmp_path)
     assert _graded(found) == [("bob", NAME)]
     assert errors == [f"deep: {NAME} not graded: {NAME}.ipynb is JSON nested too deeply to be a notebook. "
                       "Their previous grades, if any, are kept."]
@@ -200,7 +203,7 @@ def test_scan_goes_on_past_unreadable_files(tmp_path, monkeypatch):
     cheat = synthetic.Builder(NAME).blank().notebook
     cheat.cells.append(nbformat.v4.new_code_cell("import os\nos._exit(0)"))
     nbformat.write(cheat, _submit(tmp_path, "cheat"))
-    findings, errors = scan.scan(tmp_path)
+    findings, errors = scan_folder(tmp_path)
     assert [f.student for f in findings] == ["cheat"]
     assert len(errors) == 1 and errors[0].startswith("deep: ") and "nested too deeply" in errors[0]
     # a file that find_submissions accepts but the scan cannot read: one line, the others still scanned
@@ -213,7 +216,7 @@ def test_scan_goes_on_past_unreadable_files(tmp_path, monkeypatch):
         return real(path, student, assignment)
 
     monkeypatch.setattr(scan, "scan_notebook", failing)
-    findings, errors = scan.scan(tmp_path)
+    findings, errors = scan_folder(tmp_path)
     assert [f.student for f in findings] == ["cheat"]
     assert f"alsobad: {NAME} not scanned: {NAME}.ipynb is unreadable (RecursionError: maximum recursion depth " \
            "exceeded)" in errors
@@ -231,7 +234,7 @@ def test_scan_reads_a_cell_too_deep_to_parse_as_text(source):
 # The scan: which cells it reads, and what it names.
 
 def _locked_grade_id(name: str) -> str:
-    nb = nbformat.read(course.SOLUTIONS / name / f"{name}.ipynb", as_version=4)
+    nb = nbformat.read(course.source_notebook(name), as_version=4)
     return next(c.metadata["nbgrader"]["grade_id"] for c in nb.cells
                 if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("locked"))
 

@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 from autograder import checks, course, verdict, wire
-from autograder.preprocessors import demo_cells_to_skip, setup_imports
+from autograder.liveness import demo_cells_to_skip
+from autograder.preprocessors.restore_imports import setup_imports
 from autograder.process_channel import ProcessChannel
 
 CHAPTERS = course.assignments()
@@ -23,7 +24,7 @@ CHAPTERS = course.assignments()
 
 def chapter_parts(name):
     """(setup imports, notebook cell sources a model student runs, {grade_id: test source})."""
-    nb = nbformat.read(course.SOLUTIONS / name / f"{name}.ipynb", as_version=4)
+    nb = nbformat.read(course.source_notebook(name), as_version=4)
     skip = demo_cells_to_skip(nb)
     setup = [c.source for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "setup"]
     sources, tests = [], {}

@@ -25,8 +25,8 @@ from pathlib import Path
 
 import yaml
 
-ROOT = Path(__file__).resolve().parent.parent
-STRICT = ["--warningiserror", "--nitpick", "--keep-going"]
+from book_build import ROOT, STRICT
+
 EXECUTED = re.compile(r"(\S+\.ipynb): Executed notebook in ([0-9.]+) seconds")
 
 

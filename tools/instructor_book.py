@@ -19,7 +19,8 @@ from pathlib import Path
 
 import yaml
 
-ROOT = Path(__file__).resolve().parent.parent
+from book_build import ROOT, STRICT
+
 LESSON = re.compile(r"^lessons/([^/]+)/\1$")
 
 
@@ -80,7 +81,7 @@ def build(out: Path, chapters: list[str] | None = None, cache: Path | None = Non
         config_path.write_text(yaml.safe_dump(config, sort_keys=False))
     jb = Path(sys.executable).with_name("jupyter-book")
     return subprocess.run([str(jb), "build", str(ROOT), "--toc", str(toc_path), "--config", str(config_path),
-                           "--path-output", str(out), "--all", "--warningiserror", "--nitpick", "--keep-going"],
+                           "--path-output", str(out), "--all", *STRICT],
                           cwd=ROOT, capture_output=True, text=True)
 
 

@@ -1,32 +1,22 @@
-"""Thin additions to nbgrader's autograde step, switched on in autograder/nbgrader_config.py.
+"""``GuardedExecute``: nbgrader's ``Execute`` step, with three changes (configured in autograder/nbgrader_config.py).
 
-* ``GuardedExecute`` is nbgrader's ``Execute`` except for one case nbgrader does not handle: a kernel that
-  dies (``os._exit()`` in a student's cell, a crash, the out-of-memory killer) or that ignores the interrupt
-  sent after a cell's timeout (a loop that catches ``KeyboardInterrupt``). Plain nbgrader then fails the
-  whole submission: no grade at all for that student. Here the cell gets an error that says what happened,
-  the cells after it are marked as not run (an error output each, so their tests score 0, which is what
-  the student would see after *Restart and Run All*), and nbgrader records the points earned before it.
-* ``LimitOutput`` is nbgrader's ``LimitOutput`` (at most ``max_lines`` lines per cell, ``max_traceback``
-  traceback lines) plus ``max_chars`` characters per text output: one ``print("x" * 10**8)`` is a single
-  line, which nbgrader's line limit lets through into the autograded notebook and the feedback page.
-* ``OverwriteCells`` is nbgrader's, with ``add_missing_cells`` (put back the test cells a student deleted)
-  made robust: nbgrader 0.9 inserts a missing test cell after the cell that precedes it in the source and
-  fails with a KeyError when that cell is missing too (a student who deleted an exercise's solution and
-  test cells, or handed in an empty notebook, then gets no grade at all). Here it goes after the nearest
-  earlier cell of the source that is present, or first.
-* ``GuardedExecute`` also leaves out, while grading, the narrative cells the instructor tagged ``demo``
-  (figures, explorers, glue: display only) when no cell run after them uses a name they define (see
-  ``demo_cells_to_skip``): a student whose solution uses such a name gets that cell run, as in their own
-  notebook. Autograding then costs the graded cells, not the chapter's figures.
-* ``RestoreImports`` puts the setup cell's imports (from the gradebook, the instructor's version) at the
-  top of every test cell, followed by ``checks.untampered()``: a solution cell that rebinds ``checks``,
-  ``posenc`` or ``np`` (``class checks: ...``) or assigns to ``checks.close`` no longer changes what the
-  tests call. The added lines are visible in the autograded notebook and the feedback.
+* A kernel that dies (``os._exit()`` in a student's cell, a crash, the out-of-memory killer) or that ignores
+  the interrupt sent after a cell's timeout (a loop that catches ``KeyboardInterrupt``) no longer fails the
+  whole submission, as it does in plain nbgrader (no grade at all for that student). Here the cell gets an
+  error that says what happened, the cells after it are marked as not run (an error output each, so their
+  tests score 0, which is what the student would see after *Restart and Run All*), and nbgrader records the
+  points earned before it.
+* The narrative cells the instructor tagged ``demo`` (figures, explorers, glue: display only) are left out
+  when no cell run after them uses a name they define (``autograder.liveness.demo_cells_to_skip``): a student
+  whose solution uses such a name gets that cell run, as in their own notebook. Autograding then costs the
+  graded cells, not the chapter's figures.
+* While autograding (when ``RestoreImports`` has put the instructor's test sources in the resources), each
+  test cell runs only its visible tests in the kernel and is then decided in this process by
+  ``autograder.verdict``; ``settle_outputs`` makes the cell's outputs say that verdict.
 """
 
 from __future__ import annotations
 
-import ast
 import hashlib
 import json
 import os
@@ -38,16 +28,14 @@ from jupyter_core.utils import run_sync
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbformat import NotebookNode
 from nbformat.v4 import new_output
-from nbgrader.api import Gradebook
-from nbgrader.preprocessors import Execute, NbGraderPreprocessor
-from nbgrader.preprocessors import LimitOutput as NbgraderLimitOutput
-from nbgrader.preprocessors import OverwriteCells as NbgraderOverwriteCells
+from nbgrader.preprocessors import Execute
 from nbgrader.utils import determine_grade
 from traitlets import Bool, Integer, Unicode
 
-from . import verdict as verdicts
-from .kernel_channel import KernelChannel
-from .liveness import cell_names
+from .. import verdict as verdicts
+from ..kernel_channel import KernelChannel
+from ..liveness import DEMO_TAG, demo_cells_to_skip
+from .restore_imports import TESTS_KEY
 
 # The ``ename`` of the error outputs this module writes; the instructor's score table reports them.
 KERNEL_DIED = "KernelDied"
@@ -60,35 +48,9 @@ def _error(ename: str, evalue: str):
     return new_output("error", ename=ename, evalue=evalue, traceback=[f"{ename}: {evalue}"])
 
 
-DEMO_TAG = "demo"
-
-
-def is_demo(cell, tag: str = DEMO_TAG) -> bool:
-    """A code cell tagged ``tag`` that nbgrader does not grade, lock or treat as a solution."""
-    meta = cell.metadata.get("nbgrader", {})
-    return (cell.cell_type == "code" and tag in cell.metadata.get("tags", [])
-            and not (meta.get("grade") or meta.get("solution") or meta.get("locked")))
-
-
-def demo_cells_to_skip(nb, tag: str = DEMO_TAG) -> set[int]:
-    """Indices of the demo cells grading can leave out. Walking back from the last cell, with the set of
-    names some later cell that runs may read (a liveness analysis): a demo cell is left out when it binds
-    none of them; any other cell runs, and its reads replace the names it always rebinds. A cell that cannot
-    be parsed makes every earlier cell run."""
-    skip, live = set(), set()
-    for index in range(len(nb.cells) - 1, -1, -1):
-        cell = nb.cells[index]
-        if cell.cell_type != "code":
-            continue
-        names = cell_names(cell.source)
-        if names is None:
-            break
-        binds, kills, reads = names
-        if is_demo(cell, tag) and not binds & live:
-            skip.add(index)
-        else:
-            live = (live - kills) | reads
-    return skip
+def _without_hidden(source: str) -> str:
+    """A test cell's source without its hidden tests (what the lesson shows)."""
+    return verdicts.split_hidden(source)[0].rstrip("\n")
 
 
 def _is_test(cell) -> bool:
@@ -267,113 +229,3 @@ class GuardedExecute(Execute):
             self.log.warning("Could not shut down the unresponsive kernel: %s", exc)
 
 
-class LimitOutput(NbgraderLimitOutput):
-    """nbgrader's LimitOutput, plus a limit on the characters of each text output."""
-
-    max_chars = Integer(
-        20_000, help="maximum number of characters of each text output of a cell (-1 means no limit)"
-    ).tag(config=True)
-
-    def _limit_chars(self, cell):
-        if self.max_chars == -1 or cell.cell_type != "code":
-            return cell
-        note = f"\n... Output truncated (more than {self.max_chars} characters) ..."
-        for output in cell.outputs:
-            if output.output_type == "stream" and len(output.text) > self.max_chars:
-                output.text = output.text[: self.max_chars] + note
-            elif output.output_type in ("execute_result", "display_data"):
-                for mime, value in output.get("data", {}).items():
-                    if mime.startswith("text/") and isinstance(value, str) and len(value) > self.max_chars:
-                        output.data[mime] = value[: self.max_chars] + note
-            elif output.output_type == "error":
-                output.evalue = output.evalue[: self.max_chars]
-                output.traceback = [line[: self.max_chars] for line in output.traceback]
-        return cell
-
-    def preprocess_cell(self, cell, resources, cell_index):
-        cell, resources = super().preprocess_cell(cell, resources, cell_index)
-        return self._limit_chars(cell), resources
-
-
-class OverwriteCells(NbgraderOverwriteCells):
-    """nbgrader's OverwriteCells; a missing test cell is put back even when its neighbours are missing too."""
-
-    def add_missing_grade_cells(self, nb, resources):
-        source = self.gradebook.find_notebook(self.notebook_id, self.assignment_id)
-        order = [cell.name for cell in source.source_cells]
-        by_name = {cell.name: cell for cell in source.source_cells}
-        graded = {cell.name: cell for cell in source.grade_cells}
-        solutions = {cell.name for cell in source.solution_cells}
-        for name in order:
-            if name not in graded:
-                continue
-            present = {cell.metadata.get("nbgrader", {}).get("grade_id"): index
-                       for index, cell in enumerate(nb.cells)}
-            if name in present:
-                continue
-            self.log.warning("Missing grade cell %s encountered, adding it back to the notebook", name)
-            restored = self.missing_cell_transform(by_name[name], graded[name].max_score,
-                                                   is_solution=name in solutions)
-            where = 0
-            for earlier in reversed(order[: order.index(name)]):
-                if earlier in present:
-                    where = present[earlier] + 1
-                    break
-            nb.cells.insert(where, restored)
-        return nb, resources
-
-
-RESTORE_NOTE = "# Added by the grader: the setup cell's imports again, so that this test uses the course's code."
-TESTS_KEY = "posenc_tests"  # resources entry: the instructor's test sources, for GuardedExecute's verdicts
-
-
-def _without_hidden(source: str) -> str:
-    """A test cell's source without its hidden tests (what the lesson shows)."""
-    return verdicts.split_hidden(source)[0].rstrip("\n")
-
-
-def setup_imports(sources) -> list[str]:
-    """The import statements at the top level of the given cell sources, in order, without repeats."""
-    lines = []
-    for source in sources:
-        try:
-            tree = ast.parse(source)
-        except SyntaxError:
-            continue
-        for node in tree.body:
-            if isinstance(node, ast.Import) or (isinstance(node, ast.ImportFrom) and node.level == 0):
-                line = ast.unparse(node)
-                if line not in lines:
-                    lines.append(line)
-    return lines
-
-
-class RestoreImports(NbGraderPreprocessor):
-    """Prefix every test cell with the setup cell's imports and, if it imports checks, checks.untampered()."""
-
-    def preprocess(self, nb, resources):
-        meta = resources["nbgrader"]
-        with Gradebook(meta["db_url"]) as gb:
-            source = gb.find_notebook(meta["notebook"], meta["assignment"])
-            graded = {cell.name for cell in source.grade_cells} | {cell.name for cell in source.solution_cells}
-            solutions = {cell.name for cell in source.solution_cells}
-            setup = [cell.source for cell in source.source_cells
-                     if cell.locked and cell.cell_type == "code" and cell.name not in graded]
-            tests = {cell.name: cell.source for cell in source.source_cells
-                     if cell.cell_type == "code" and cell.name in graded and cell.name not in solutions}
-        imports = setup_imports(setup)
-        resources[TESTS_KEY] = {"setup": imports, "sources": tests}
-        if not imports:
-            return nb, resources
-        prefix = [RESTORE_NOTE] + imports
-        if "from autograder import checks" in imports:
-            prefix.append("checks.untampered()")
-        self._prefix = "\n".join(prefix) + "\n"
-        return super().preprocess(nb, resources)
-
-    def preprocess_cell(self, cell, resources, index):
-        meta = cell.metadata.get("nbgrader", {})
-        if cell.cell_type == "code" and meta.get("grade") and not meta.get("solution"):
-            if not cell.source.startswith(RESTORE_NOTE):
-                cell.source = self._prefix + cell.source
-        return cell, resources

@@ -1,5 +1,6 @@
 """A synthetic class: student submissions generated from any assignment's notebooks, with the score each
-one must get, derived from the nbgrader metadata (points of each test cell) and not typed in.
+one must get, derived from the nbgrader metadata (points of each test cell) and not typed in. The tests grade
+them with the real pipeline, and the grading benchmark (``python -m autograder.bench``) grades the plain kinds.
 
 Every submission starts from the released lesson (what a student downloads). ``perfect`` puts the source
 notebook's solutions in, ``blank`` hands the lesson in untouched, ``partial`` solves the first exercises
@@ -23,8 +24,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
+from nbclient import NotebookClient
 
-from . import course
+from autograder import course
+from autograder.preprocessors.restore_imports import setup_imports
+
+from . import payloads
+from .student_code import call_tables, pasted, wrong
 
 # What a test cell calls that makes it refuse to run after numpy/math/posenc were replaced.
 CHECKED = re.compile(r"\bchecks\.(close|equal|untampered|without)\(")
@@ -67,8 +73,8 @@ class Assignment:
 
     @classmethod
     def load(cls, name: str) -> "Assignment":
-        source = nbformat.read(course.SOLUTIONS / name / f"{name}.ipynb", as_version=4)
-        lesson = nbformat.read(course.LESSONS / name / f"{name}.ipynb", as_version=4)
+        source = nbformat.read(course.source_notebook(name), as_version=4)
+        lesson = nbformat.read(course.lesson_notebook(name), as_version=4)
         exercises, pending = [], []
         points, written, tests, solutions = {}, [], {}, {}
         for cell in source.cells:
@@ -93,8 +99,6 @@ class Assignment:
 
     def setup_imports_checks(self) -> bool:
         """Whether the locked setup code imports autograder's checks (the grader then re-checks before tests)."""
-        from .preprocessors import setup_imports
-
         setup = [c.source for c in self.source.cells if c.cell_type == "code" and _meta(c).get("locked")
                  and not _meta(c).get("grade") and not _meta(c).get("solution")]
         return "from autograder import checks" in setup_imports(setup)
@@ -144,7 +148,7 @@ def strip_markers(source: str) -> str:
                      if line.strip() not in ("### BEGIN SOLUTION", "### END SOLUTION"))
 
 
-def _cell(nb, grade_id):
+def find_cell(nb, grade_id):
     for cell in nb.cells:
         if _meta(cell).get("grade_id") == grade_id:
             return cell
@@ -163,18 +167,18 @@ class Builder:
         for i, ex in enumerate(self.a.exercises):
             if i in solved_exercises:
                 for sid in ex.solutions:
-                    _cell(nb, sid).source = strip_markers(self.a.solution_source[sid])
+                    find_cell(nb, sid).source = strip_markers(self.a.solution_source[sid])
         if answer_written:
             for wid in self.a.written:
-                cell = _cell(nb, wid)
+                cell = find_cell(nb, wid)
                 if _meta(cell).get("solution"):
-                    cell.source = strip_markers(_cell(self.a.source, wid).source)
+                    cell.source = strip_markers(find_cell(self.a.source, wid).source)
         return nb
 
     def _expect(self, passing_tests, answer_written: bool):
         expected = {t: (self.a.points[t] if t in passing_tests else 0.0) for t in self.a.test_ids()}
         expected.update({w: 0.0 for w in self.a.written})
-        manual = set(w for w in self.a.written if answer_written and _meta(_cell(self.a.source, w)).get("solution"))
+        manual = set(w for w in self.a.written if answer_written and _meta(find_cell(self.a.source, w)).get("solution"))
         return expected, manual
 
     def _tests_of(self, exercise_indices):
@@ -201,7 +205,7 @@ class Builder:
         nb = self._base(set(range(len(self.a.exercises))), True)
         for i, prefix in prefix_by_exercise.items():
             first = self.a.exercises[i].solutions[0]
-            cell = _cell(nb, first)
+            cell = find_cell(nb, first)
             cell.source = prefix + cell.source
         expected, manual = self._expect(passing, True)
         return Student(student, self.a.name, nb, expected, manual)
@@ -220,18 +224,18 @@ class Builder:
         for i, ex in enumerate(self.a.exercises):
             kind = kind_of(i)
             for sid in ex.solutions:
-                cell = _cell(nb, sid)
+                cell = find_cell(nb, sid)
                 functions, values = self.a.function_names(sid), self.a.value_names(sid)
                 if kind == "raises" or functions or values:
                     changed.add(i)
                 if kind == "raises":
                     if functions:
-                        cell.source += "\n\n" + "".join(
-                            f"def {f}(*args, **kwargs):\n    raise ValueError('a bug in {f}')\n\n\n" for f in functions)
+                        cell.source += "\n\n" + pasted(wrong) + "".join(
+                            f"{f} = _raising({f!r})\n" for f in functions)
                     else:
                         cell.source = "raise ValueError('a bug before the answers are assigned')\n" + cell.source
                 else:
-                    cell.source += "\n\n" + _WRONG_HELPERS + "".join(
+                    cell.source += "\n\n" + pasted(wrong) + "".join(
                         f"{f} = _wrap_wrong({f}, {kind!r})\n" for f in functions) + "".join(
                         f"{v} = _make_wrong({v}, {kind!r})\n" for v in values if not functions)
         return nb, changed
@@ -252,8 +256,8 @@ class Builder:
         The grader re-imports the real checks before each test: every test scores 0."""
         nb, changed = self._wrong_notebook(lambda i: "value")
         first = next(i for i, ex in enumerate(self.a.exercises) if ex.solutions)
-        cell = _cell(nb, self.a.exercises[first].solutions[0])
-        cell.source = FAKE_CHECKS[cheat] + "\n" + cell.source
+        cell = find_cell(nb, self.a.exercises[first].solutions[0])
+        cell.source = payloads.FAKE_CHECKS[cheat] + "\n" + cell.source
         expected, manual = self._expect(self._all_but(changed), True)
         return Student(student, self.a.name, nb, expected, manual)
 
@@ -264,7 +268,7 @@ class Builder:
         nb = self._base(set(range(len(self.a.exercises))), True)
         failing = set()
         for sid, code in replacements.items():
-            _cell(nb, sid).source = code
+            find_cell(nb, sid).source = code
             for ex in self.a.exercises:
                 if sid in ex.solutions and zero_if_blocked:
                     failing |= {t for t in ex.tests if WITHOUT.search(self.a.test_source[t])}
@@ -284,7 +288,7 @@ class Builder:
         cell: hooks that make later cells look passed to nbgrader. Every test must score 0."""
         nb = copy.deepcopy(self.a.lesson)
         first = next(ex for ex in self.a.exercises if ex.solutions)
-        cell = _cell(nb, first.solutions[0])
+        cell = find_cell(nb, first.solutions[0])
         cell.source = code + "\n" + cell.source
         expected, manual = self._expect(set(), False)
         return Student(student, self.a.name, nb, expected, manual)
@@ -293,7 +297,7 @@ class Builder:
         """Correct solutions that also register IPython hooks doing nothing wrong (an identity input
         transformer, a timing callback, a custom exception handler that re-raises): full marks."""
         first = next(i for i, ex in enumerate(self.a.exercises) if ex.solutions)
-        return self._perfect_with(student, {first: HARMLESS_HOOKS}, set(self.a.test_ids()))
+        return self._perfect_with(student, {first: payloads.HARMLESS_HOOKS}, set(self.a.test_ids()))
 
     def tampered_tests(self, student="edits_tests") -> Student:
         """The partial student, who also replaced every test cell by `pass`, raised a test's points and
@@ -304,15 +308,15 @@ class Builder:
         nb = base.notebook
         tests = self.a.test_ids()
         for tid in tests:
-            _cell(nb, tid).source = "pass  # the tests are gone"
+            find_cell(nb, tid).source = "pass  # the tests are gone"
         if len(tests) > 1:
-            meta = _meta(_cell(nb, tests[1]))
+            meta = _meta(find_cell(nb, tests[1]))
             meta["points"], meta["locked"] = 100, False
-        nb.cells.remove(_cell(nb, tests[0]))
+        nb.cells.remove(find_cell(nb, tests[0]))
         last = self.a.exercises[-1]
         if len(self.a.exercises) >= 2:  # the partial student left it unsolved: deleting it costs nothing
             for gid in last.solutions + last.tests:
-                nb.cells.remove(_cell(nb, gid))
+                nb.cells.remove(find_cell(nb, gid))
         return Student(student, self.a.name, nb, base.expected, base.needs_manual)
 
     def disruptive(self, student="disruptive") -> Student:
@@ -322,14 +326,15 @@ class Builder:
         fourth starts with sys.exit() (IPython makes it an error in that cell: 0 for it alone); a fifth, if
         any, with os._exit() (the kernel dies: 0 for it and everything after)."""
         code = [i for i, ex in enumerate(self.a.exercises) if ex.solutions]
-        prefixes = {code[0]: "print('x' * 30_000_000)\nfor _line in range(100_000):\n    print(_line)\n"}
+        prefixes = {code[0]: payloads.body(payloads.flood_output) + "\n"}
         failing = set()
-        for index, prefix in [(1, "while True:\n    pass\n"), (3 if len(code) > 3 else 2, "import sys\nsys.exit(0)\n")]:
+        for index, prefix in [(1, payloads.body(payloads.endless_loop) + "\n"),
+                              (3 if len(code) > 3 else 2, payloads.body(payloads.exits) + "\n")]:
             if index < len(code):
                 prefixes[code[index]] = prefix
                 failing |= set(self.a.exercises[code[index]].tests)
         if len(code) > 4:
-            prefixes[code[4]] = "import os\nos._exit(1)\n"
+            prefixes[code[4]] = payloads.body(payloads.kills_kernel) + "\n"
             failing |= self._tests_of(range(code[4], len(self.a.exercises)))
         return self._perfect_with(student, prefixes, set(self.a.test_ids()) - failing)
 
@@ -338,14 +343,12 @@ class Builder:
         keep their points, that one and every later one score 0."""
         t = self._target()
         passing = self._tests_of(range(t))
-        loop = ("import time\nwhile True:\n    try:\n        time.sleep(1)\n"
-                "    except KeyboardInterrupt:\n        pass\n")
-        return self._perfect_with(student, {t: loop}, passing)
+        return self._perfect_with(student, {t: payloads.body(payloads.swallows_interrupts) + "\n"}, passing)
 
     def os_exit(self, student="os_exit") -> Student:
         """os._exit() kills the kernel: the exercises before keep their points, the rest score 0."""
         t = self._target()
-        return self._perfect_with(student, {t: "import os\nos._exit(1)\n"}, self._tests_of(range(t)))
+        return self._perfect_with(student, {t: payloads.body(payloads.kills_kernel) + "\n"}, self._tests_of(range(t)))
 
     def corrupt(self, student="corrupt") -> Student:
         return Student(student, self.a.name, None, {}, set(), raw=b'{"cells": [{"cell_type": "code", "sour')
@@ -368,11 +371,11 @@ class Builder:
                 functions = self.a.function_names(sid)
                 if not functions or set(functions) & unusable:
                     continue
-                body = _LOOKUP_HELPERS + "".join(
+                body = pasted(call_tables) + "\n\n" + "".join(
                     f"_TABLE_{f} = _json.loads({json.dumps(json.dumps(visible.get(f, {})))})\n\n\n"
                     f"def {f}(*args, **kwargs):\n    return _lookup(_TABLE_{f}, args, kwargs)\n\n\n"
                     for f in functions)
-                _cell(nb, sid).source = body
+                find_cell(nb, sid).source = body
                 hardcoded_functions |= set(functions)
         passing = set(self.a.test_ids())
         for (tid, phase, fn, key), _ in calls["calls"].items():
@@ -382,143 +385,9 @@ class Builder:
         return Student(student, self.a.name, nb, expected, manual)
 
 
-# Code pasted into generated submissions (the student's side): keep it self-contained.
-_WRONG_HELPERS = '''import numpy as _np
-
-
-def _make_wrong(value, kind):
-    if kind == "type":
-        return "not a number"
-    if kind == "shape":
-        if isinstance(value, tuple):
-            return tuple(_make_wrong(v, kind) for v in value)
-        return _np.append(_np.ravel(_np.asarray(value, dtype=float)), 0.5)
-    if isinstance(value, (bool, _np.bool_)):
-        return not value
-    if isinstance(value, _np.ndarray) and value.dtype == bool:
-        return ~value
-    if isinstance(value, tuple):
-        return tuple(_make_wrong(v, kind) for v in value)
-    if isinstance(value, str):
-        return value + "?"
-    if hasattr(value, "detach"):
-        return value + 0.5
-    return _np.asarray(value, dtype=float) + 0.5
-
-
-def _wrap_wrong(function, kind):
-    def wrong(*args, **kwargs):
-        return _make_wrong(function(*args, **kwargs), kind)
-    return wrong
-
-
-'''
-
-_KEY_CODE = '''
-def _norm(x):
-    if hasattr(x, "detach") and hasattr(x, "numpy"):
-        x = x.detach().cpu().numpy()
-    if isinstance(x, _np.ndarray):
-        return ["nd", str(x.dtype), list(x.shape), x.tolist()]
-    if isinstance(x, _np.generic):
-        return ["np", str(x.dtype), x.item()]
-    if isinstance(x, (bool, int, float, str)) or x is None:
-        return x
-    if isinstance(x, range):
-        return ["range", x.start, x.stop, x.step]
-    if isinstance(x, (list, tuple)):
-        return [type(x).__name__, [_norm(i) for i in x]]
-    if isinstance(x, dict):
-        return ["dict", [[_norm(k), _norm(v)] for k, v in sorted(x.items(), key=repr)]]
-    if callable(x):
-        return ["fn", getattr(x, "__qualname__", repr(x))]
-    return ["repr", repr(x)]
-
-
-def _key(args, kwargs):
-    return _json.dumps([_norm(list(args)), _norm(dict(kwargs))])
-'''
-
-_LOOKUP_HELPERS = '''import json as _json
-import numpy as _np
-''' + _KEY_CODE + '''
-
-def _decode(v):
-    if isinstance(v, dict):
-        if "nd" in v:
-            return _np.array(v["nd"], dtype=v["dtype"]).reshape(v["shape"])
-        if "np" in v:
-            return _np.dtype(v["dtype"]).type(v["np"])
-        if "tuple" in v:
-            return tuple(_decode(i) for i in v["tuple"])
-        if "list" in v:
-            return [_decode(i) for i in v["list"]]
-    return v
-
-
-def _lookup(table, args, kwargs):
-    found = table.get(_key(args, kwargs))
-    return None if found is None else _decode(found)
-
-
-'''
-
-_RECORDER = '''import json as _json
-import numpy as _np
-''' + _KEY_CODE + '''
-
-class _Unencodable(Exception):
-    pass
-
-
-def _encode(v):
-    if isinstance(v, _np.ndarray):
-        return {"nd": v.tolist(), "dtype": str(v.dtype), "shape": list(v.shape)}
-    if isinstance(v, _np.generic):
-        return {"np": v.item(), "dtype": str(v.dtype)}
-    if isinstance(v, (bool, int, float, str)) or v is None:
-        return v
-    if isinstance(v, tuple):
-        return {"tuple": [_encode(i) for i in v]}
-    if isinstance(v, list):
-        return {"list": [_encode(i) for i in v]}
-    raise _Unencodable(type(v).__name__)
-
-
-class _Recorder:
-    def __init__(self):
-        self.phase, self.depth, self.calls, self.unencodable = None, 0, [], set()
-
-    def wrap(self, name, function):
-        def recorded(*args, **kwargs):
-            key = _key(args, kwargs) if self.phase and self.depth == 0 else None
-            self.depth += 1
-            try:
-                result = function(*args, **kwargs)
-            finally:
-                self.depth -= 1
-            if key is not None:
-                try:
-                    self.calls.append([self.phase[0], self.phase[1], name, key, _encode(result)])
-                except _Unencodable:
-                    self.unencodable.add(name)
-            return result
-        return recorded
-
-    def dump(self, path):
-        with open(path, "w") as f:
-            _json.dump({"calls": self.calls, "unencodable": sorted(self.unencodable)}, f)
-
-
-_posenc_rec = _Recorder()
-'''
-
-
 def record_calls(a: Assignment, workdir: Path | None = None) -> dict:
     """Run the source notebook with every solution function wrapped by a recorder: which calls each test
     cell makes, in its visible part and its hidden part, and what the reference solution returned."""
-    from nbclient import NotebookClient
-
     nb = copy.deepcopy(a.source)
     for cell in nb.cells:
         meta = _meta(cell)
@@ -537,7 +406,7 @@ def record_calls(a: Assignment, workdir: Path | None = None) -> dict:
             cell.source = "\n".join(lines)
     with tempfile.TemporaryDirectory(dir=workdir) as tmp:
         out = Path(tmp) / "calls.json"
-        nb.cells.insert(0, nbformat.v4.new_code_cell(_RECORDER))
+        nb.cells.insert(0, nbformat.v4.new_code_cell(pasted(call_tables) + "\n\n_posenc_rec = _Recorder()\n"))
         nb.cells.append(nbformat.v4.new_code_cell(f"_posenc_rec.dump({str(out)!r})"))
         NotebookClient(nb, timeout=300, kernel_name="python3", allow_errors=False,
                        skip_cells_with_tag="posenc-grading-never-skips",
@@ -549,88 +418,15 @@ def record_calls(a: Assignment, workdir: Path | None = None) -> dict:
     return {"calls": calls, "unencodable": data["unencodable"]}
 
 
-PATCHES = {
-    "patch_allclose": "import numpy\nnumpy.allclose = lambda *args, **kwargs: True\n"
-                      "numpy.isclose = lambda *args, **kwargs: True",
-    "patch_testing": "import numpy.testing\nnumpy.testing.assert_allclose = lambda *args, **kwargs: None\n"
-                     "numpy.testing.assert_array_equal = lambda *args, **kwargs: None",
-    "patch_isclose": "import math\nmath.isclose = lambda *args, **kwargs: True",
-    # Replace every posenc function by a pass-through: behaviour unchanged, identity changed.
-    "patch_posenc": "import posenc as _p\nfor _name in list(_p.__all__):\n"
-                    "    _f = getattr(_p, _name)\n"
-                    "    if callable(_f) and not isinstance(_f, type):\n"
-                    "        setattr(_p, _name, (lambda g: lambda *args, **kwargs: g(*args, **kwargs))(_f))",
-}
-
-
-# IPython payloads that made nbgrader score full marks while it read the verdict from the kernel's own outputs:
-# each registers machinery that runs for every later cell (input and AST transformers, custom exception
-# handlers, run-cell events, the display hook, a thread publishing through the kernel's session), one only
-# when it detects it is being graded. On the untouched lesson every test must still score 0.
-PAYLOADS = {
-    "hook_transform_pass": 'get_ipython().input_transformers_post.append(lambda lines: ["pass\\n"])',
-    "hook_transform_try": ('def _wrap(lines):\n'
-                           '    return ["try:\\n"] + ["    " + l for l in lines] + ["\\nexcept BaseException:\\n    pass\\n"]\n'
-                           'get_ipython().input_transformers_cleanup.append(_wrap)'),
-    "hook_ast_asserts": ('import ast\n'
-                         'class _Drop(ast.NodeTransformer):\n'
-                         '    def visit_Assert(self, node):\n        return ast.Pass()\n'
-                         '    def visit_Raise(self, node):\n        return ast.Pass()\n'
-                         'get_ipython().ast_transformers.append(_Drop())'),
-    "hook_custom_exc": ('_ip = get_ipython()\n'
-                        '_ip.set_custom_exc((BaseException,), lambda *args, **kwargs: None)\n'
-                        'def _clear(result):\n    result.error_in_exec = None\n'
-                        '_ip.events.register("post_run_cell", _clear)'),
-    "hook_showtraceback": ('_ip = get_ipython()\n'
-                           '_ip.showtraceback = lambda *args, **kwargs: None\n'
-                           'def _clear(result):\n    result.error_in_exec = None\n'
-                           '_ip.events.register("post_run_cell", _clear)'),
-    "hook_displayhook": ('_ip = get_ipython()\n'
-                         '_ip.events.register("pre_run_cell", lambda info: _ip.displayhook("full marks"))'),
-    "hook_thread": ('import threading, time\n'
-                    '_k = get_ipython().kernel\n'
-                    'def _publish():\n'
-                    '    while True:\n'
-                    '        _k.session.send(_k.iopub_socket, "execute_result", {"data": {"text/plain": "1.0"}, '
-                    '"metadata": {}, "execution_count": 1}, parent=_k.get_parent("shell"))\n'
-                    '        time.sleep(0.01)\n'
-                    'threading.Thread(target=_publish, daemon=True).start()'),
-    "hook_when_graded": ('import os, socket\n'
-                         'if socket.gethostname() == "sandbox" or not os.path.exists(os.path.expanduser("~/.bashrc")):\n'
-                         '    _ip = get_ipython()\n'
-                         '    _ip.kernel.do_execute = type(_ip.kernel).do_execute.__get__(_ip.kernel)  # undo the guard\n'
-                         '    _ip.input_transformers_post.append(lambda lines: ["pass\\n"])'),
-    # The grader's own agent in the kernel replaced: every name "is a function", every call "returns" 0.
-    "forge_replies": ('import autograder.agent as _agent, autograder.wire as _wire\n'
-                      'def _forged(text, namespace=None):\n'
-                      '    request = _wire.loads(text)\n'
-                      '    if request["op"] == "describe":\n'
-                      '        return {"ok": True, "value": {n: {"kind": "callable"} for n in request["names"]}}\n'
-                      '    return {"ok": True, "value": 0.0}\n'
-                      '_agent.handle = _forged'),
-}
-
-# Hooks a correct solution may carry for its own reasons: the grade must not change.
-HARMLESS_HOOKS = ("import time\n"
-                  "_ip = get_ipython()\n"
-                  "_ip.input_transformers_post.append(lambda lines: lines)\n"
-                  "_ip.events.register('pre_run_cell', lambda info: setattr(_ip, '_cell_started', time.time()))\n"
-                  "_ip.set_custom_exc((ZeroDivisionError,), lambda shell, etype, value, tb, tb_offset=None: "
-                  "shell.showtraceback((etype, value, tb), tb_offset=tb_offset))\n"
-                  "import warnings\nwarnings.warn('a harmless warning on stderr')\n")
-
-# Checks that accept anything: the two ways a solution cell can put them in the tests' way.
-_ACCEPTING = ("    close = equal = untampered = staticmethod(lambda *args, **kwargs: None)\n"
-              "    rng = staticmethod(lambda seed: __import__('numpy').random.default_rng(seed))\n"
-              "    without = staticmethod(lambda *args, **kwargs: __import__('contextlib').nullcontext())\n")
-FAKE_CHECKS = {
-    "rebinds_checks": "class checks:\n" + _ACCEPTING,
-    # (replacing checks.untampered as well gets past this: see the instructor guide's limitations)
-    "patches_checks": "from autograder import checks as _real\n"
-                      "for _name in ('close', 'equal'):\n"
-                      "    setattr(_real, _name, lambda *args, **kwargs: None)\n"
-                      "_real.without = lambda *args, **kwargs: __import__('contextlib').nullcontext()",
-}
+def submit(folder: Path, student: str, name: str, text: str | None = None, filename: str | None = None) -> Path:
+    """Hand in ``<folder>/<student>/<name>/<filename or name.ipynb>``: the lesson untouched, or ``text``."""
+    path = folder / student / name / (filename or f"{name}.ipynb")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if text is None:
+        nbformat.write(Builder(name).blank().notebook, path)
+    else:
+        path.write_text(text)
+    return path
 
 
 def standard_class(name: str) -> list[Student]:
@@ -652,12 +448,12 @@ def hostile_class(name: str, different: dict[str, str] | None = None,
     if stubborn:
         students.append(b.stubborn_loop())
     if separate_patches:
-        students += [b.patched(kind, code) for kind, code in PATCHES.items()]
-        students += [b.fake_checks(kind, kind) for kind in FAKE_CHECKS]
-        students += [b.payload(kind, code) for kind, code in PAYLOADS.items()]
+        students += [b.patched(kind, code) for kind, code in payloads.PATCHES.items()]
+        students += [b.fake_checks(kind, kind) for kind in payloads.FAKE_CHECKS]
+        students += [b.payload(kind, code) for kind, code in payloads.PAYLOADS.items()]
     else:
-        students.append(b.patched("patch_all", "\n".join(PATCHES.values())))
-        students.append(b.payload("hooks_all", "\n".join(PAYLOADS.values())))
+        students.append(b.patched("patch_all", "\n".join(payloads.PATCHES.values())))
+        students.append(b.payload("hooks_all", "\n".join(payloads.PAYLOADS.values())))
     students.append(b.harmless_hooks())
     if different:
         students.append(b.replaced_solutions("different", different, zero_if_blocked=False))

@@ -1,0 +1,30 @@
+"""``python -m autograder feedback [CHAPTER ...]``: nbgrader's HTML feedback, one page per autograded submission
+(course/feedback/<student>/<chapter>/<chapter>.html), rendered by ``autograder.feedback.FeedbackExporter``."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+from .. import config, gradebook
+
+
+def feedback(assignments=None, out=print) -> int:
+    """Returns 1 if nbgrader could not make the feedback of a chapter, 0 otherwise."""
+    cfg = config.load_config()
+    api = gradebook.api(cfg)
+    autograded = Path(cfg.CourseDirectory.autograded_directory)
+    names = assignments or sorted({p.name for p in autograded.glob("*/*") if p.is_dir()})
+    status = 0
+    with gradebook.session():
+        warnings.filterwarnings("ignore", message="Your element with mimetype")  # glue's data: not for the page
+        for name in names:
+            result = api.generate_feedback(name, force=True)
+            if not result["success"]:
+                out(f"ERROR feedback for {name} failed:\n{gradebook.last_error(result)}")
+                status = 1
+    feedback_dir = Path(cfg.CourseDirectory.feedback_directory)
+    pages = sorted(feedback_dir.glob("*/*/*.html"))
+    out(f"{len(pages)} feedback pages in {feedback_dir} (one per student and chapter: "
+        "<student>/<chapter>/<chapter>.html)")
+    return status

@@ -1,0 +1,61 @@
+"""``python -m autograder grade SUBMISSIONS [--jobs N] [--assignment CH] [--unsandboxed]``: check every handed-in
+notebook, put the chapters and students in the gradebook, copy the readable submissions into nbgrader's
+``submitted`` folder, autograde them (``jobs`` at a time) and print a score table per chapter."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from .. import autograde, config, course, gradebook, report, submissions
+
+
+def grade(folder, jobs: int = 1, assignments=None, out=print, unsandboxed: bool = False) -> int:
+    """Returns the exit status: 1 if any submission could not be graded, 2 if grading was refused because no
+    sandbox is available and ``unsandboxed`` was not given, 0 otherwise."""
+    if config.refused(unsandboxed, out):
+        return 2
+    found, errors = submissions.find_submissions(Path(folder), assignments)
+    for message in errors:
+        out(f"ERROR {message}")
+    if not found:
+        out("no gradable submissions found")
+        return 1
+    cfg = config.load_config(sandboxed=not unsandboxed)
+    with gradebook.session():
+        failures = gradebook.sync_assignments(sorted({s.assignment for s in found}), cfg)
+        for message in failures.values():
+            errors.append(message)
+            out(f"ERROR {message}")
+        found = [s for s in found if s.assignment not in failures]
+        if not found:
+            return 1
+        names = sorted({s.assignment for s in found})
+        gradebook.register_students([s.student for s in found], cfg)
+        for sub in found:
+            submissions.copy_in(sub, cfg)
+        out(f"autograding {len(found)} submissions of {len(names)} assignments with {jobs} job(s) "
+            f"into {course.course_dir()}")
+        start = time.perf_counter()
+        results = autograde.autograde([(s.assignment, s.student) for s in found], cfg, jobs=jobs,
+                                      progress=lambda r: out(f"  {r['student']}/{r['assignment']}: "
+                                                             f"{'ok' if r['success'] else 'FAILED'} "
+                                                             f"({r['seconds']:.1f} s)"))
+        out(f"autograded in {time.perf_counter() - start:.1f} s")
+        for r in results:
+            if r["success"]:
+                continue
+            if r.get("died"):
+                errors.append(f"{r['student']}: {r['assignment']} not graded: {r['error']}")
+            else:
+                errors.append(f"{r['student']}: {r['assignment']}: nbgrader could not autograde it:\n{r['error']}")
+            out(f"ERROR {errors[-1]}")
+        graded = {(s.student, s.assignment) for s in found}
+        scores = gradebook.read_scores(names, cfg)
+        for name in names:
+            rows = [r for key, r in scores.items() if key in graded and r.assignment == name]
+            for r in rows:
+                r.notes = report.notes_for(name, r.student, cfg)
+            out("")
+            out(report.format_table(name, rows))
+    return 1 if errors else 0

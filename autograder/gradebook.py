@@ -1,0 +1,212 @@
+"""The gradebook: nbgrader's SQLite database and its API, opened the one way grading needs, and what the
+commands put into it (assignments, students) and read back (scores).
+
+nbgrader runs ``alembic`` (its database migrations) as a program, and SQLite makes a writer wait only 5 s for
+another's lock. Every use of nbgrader here goes through ``session()``, which for its duration puts this
+environment's bin/ on PATH (even when Python was started without activating the virtualenv, as `make` does),
+makes nbgrader's SQLite engines wait up to 10 minutes for a lock, and silences nbgrader's SQLAlchemy chatter;
+on leaving it, all three are as they were.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import sys
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+import nbgrader.api
+import sqlalchemy
+from nbgrader.api import Gradebook, MissingEntry
+from nbgrader.apps import NbGraderAPI
+from nbgrader.coursedir import CourseDirectory
+
+from . import course
+
+_BIN = str(Path(sys.executable).parent)
+SQLITE_WAIT = 600  # seconds a worker waits for another's write to the gradebook (SQLite's default: 5)
+
+
+def _waiting_engine(url, *args, **kwargs):
+    """sqlalchemy.create_engine, with SQLite connections that wait SQLITE_WAIT seconds for a lock instead of
+    failing with "database is locked". SQLite serialises writers itself (each write is a transaction; nbgrader
+    commits after each grade); this only lengthens the wait."""
+    if str(url).startswith("sqlite"):
+        kwargs.setdefault("connect_args", {}).setdefault("timeout", SQLITE_WAIT)
+    return sqlalchemy.create_engine(url, *args, **kwargs)
+
+
+@contextlib.contextmanager
+def session():
+    """nbgrader as grading uses it, for the duration of the block (see the module docstring). Nested
+    sessions are fine: each puts back what it found."""
+    path = os.environ.get("PATH", "")
+    engine = nbgrader.api.create_engine
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", module="nbgrader")  # SQLAlchemy chatter inside nbgrader's gradebook
+        warnings.filterwarnings("ignore", message="Cell is missing an id field")  # cells nbgrader re-inserts
+        if _BIN not in path.split(os.pathsep):
+            os.environ["PATH"] = _BIN + os.pathsep + path
+        nbgrader.api.create_engine = _waiting_engine
+        try:
+            yield
+        finally:
+            nbgrader.api.create_engine = engine
+            os.environ["PATH"] = path
+
+
+@contextlib.contextmanager
+def opened(cfg, course_id: bool = True):
+    """The course's gradebook, open for the block (inside a ``session``)."""
+    with session(), Gradebook(cfg.CourseDirectory.db_url,
+                              *([cfg.CourseDirectory.course_id] if course_id else [])) as gb:
+        yield gb
+
+
+def api(cfg) -> NbGraderAPI:
+    """nbgrader's API on the course (call its methods inside a ``session``)."""
+    return NbGraderAPI(coursedir=CourseDirectory(config=cfg), config=cfg)
+
+
+def last_error(result: dict) -> str:
+    """nbgrader's error summary lines, with the exception that caused them (the last line of a traceback)."""
+    lines, exceptions, last = [], [], None
+    for line in (result.get("log") or "").splitlines():
+        if line.startswith("[ERROR]"):
+            if last:
+                exceptions.append(last)
+                last = None
+            if "Traceback" not in line and "Please see" not in line:
+                lines.append(line)
+        elif line.strip() and line.startswith((" ", "\t")) and not line.strip().startswith(("File ", "^", "~")):
+            last = line.strip()
+    if not lines and not exceptions:
+        tail = (result.get("error") or "").strip().splitlines()[-1:]
+        return "\n".join(tail) or "(no message)"
+    return "\n".join(lines[-4:] + [f"cause: {e}" for e in exceptions[-2:]])
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Putting assignments and students in.
+
+def metadata_problems(assignment: str) -> list[str]:
+    """nbgrader metadata that `nbgrader validate` accepts but that breaks putting the assignment in the
+    gradebook (generate_assignment then fails with a bare KeyError), in words."""
+    nb = nbformat.read(course.source_notebook(assignment), as_version=4)
+    problems, seen = [], set()
+    for index, cell in enumerate(nb.cells):
+        meta = cell.metadata.get("nbgrader", {})
+        gid = meta.get("grade_id")
+        if not meta:
+            continue
+        if (meta.get("grade") or meta.get("task")) and "points" not in meta:
+            kind = "task" if meta.get("task") else "graded"
+            problems.append(f"cell {index} ({gid}) is a {kind} cell without points: give it points (a rubric "
+                            "that is not graded on its own belongs in the answer cell, not in a task cell)")
+        if gid in seen:
+            problems.append(f"cell {index}: grade_id {gid!r} is used twice")
+        seen.add(gid)
+    return problems
+
+
+def _source_hash(assignment: str) -> str:
+    return hashlib.sha256(course.source_notebook(assignment).read_bytes()).hexdigest()
+
+
+def sync_assignments(names, cfg, nbgrader_api=None) -> dict[str, str]:
+    """Make sure the gradebook holds each assignment as its source notebook is now (nbgrader
+    generate_assignment, run again only when the source changed since the last time). Returns an error
+    message per assignment that could not be put in the gradebook; the others are unaffected."""
+    failures = {}
+    stamp_file = course.course_dir() / "source_versions.json"
+    stamps = json.loads(stamp_file.read_text()) if stamp_file.exists() else {}
+    for name in sorted(set(names)):
+        with opened(cfg) as gb:
+            try:
+                gb.find_assignment(name)
+                present = True
+            except MissingEntry:
+                present = False
+        digest = _source_hash(name)
+        if present and stamps.get(name) == digest:
+            continue
+        problems = metadata_problems(name)
+        if problems:
+            failures[name] = (f"solutions/{name} cannot be put in the gradebook, so no {name} submission can be "
+                              "graded until it is fixed:\n  " + "\n  ".join(problems))
+            continue
+        nbgrader_api = nbgrader_api or api(cfg)
+        with session():
+            result = nbgrader_api.generate_assignment(name, force=True, create=True)
+        if not result["success"]:
+            failures[name] = (f"nbgrader generate_assignment {name} failed, so no {name} submission can be "
+                              f"graded until solutions/{name} is fixed:\n{last_error(result)}")
+            continue
+        stamps[name] = digest
+        stamp_file.write_text(json.dumps(stamps, indent=1, sort_keys=True))
+    return failures
+
+
+def register_students(ids, cfg) -> None:
+    """Add the students to the gradebook before any autograde runs, so that parallel workers only update
+    rows (two workers inserting the same new row would collide)."""
+    with opened(cfg) as gb:
+        for student in sorted(set(ids)):
+            gb.update_or_create_student(student)
+    # nbgrader's grading steps open the gradebook without a course id, which inserts a "default_course"
+    # row the first time: create it here, once, for the same reason.
+    with opened(cfg, course_id=False):
+        pass
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Reading the scores back.
+
+@dataclass
+class Score:
+    score: float
+    max_score: float
+    needs_manual_grade: bool
+    auto_score: float | None
+    manual_score: float | None
+
+
+@dataclass
+class Result:
+    student: str
+    assignment: str
+    scores: dict[str, Score] = field(default_factory=dict)  # by grade_id
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def total(self) -> float:
+        return sum(s.score for s in self.scores.values())
+
+
+def read_scores(assignments, cfg, students=None) -> dict[tuple[str, str], Result]:
+    """Every submission's per-problem scores from the gradebook, keyed by (student, assignment)."""
+    out = {}
+    with opened(cfg) as gb:
+        names = assignments or [a.name for a in gb.assignments]
+        for name in names:
+            try:
+                assignment = gb.find_assignment(name)
+            except MissingEntry:
+                continue
+            for sub in assignment.submissions:
+                if students and sub.student.id not in students:
+                    continue
+                result = Result(sub.student.id, name)
+                for nb in sub.notebooks:
+                    for grade in nb.grades:
+                        result.scores[grade.name] = Score(
+                            float(grade.score), float(grade.max_score), bool(grade.needs_manual_grade),
+                            None if grade.auto_score is None else float(grade.auto_score),
+                            None if grade.manual_score is None else float(grade.manual_score))
+                out[(result.student, name)] = result
+    return out

@@ -1,0 +1,60 @@
+"""``SandboxedExecute``: the course's Execute step (``GuardedExecute``) with each kernel started in the bubblewrap
+sandbox by ``autograder.sandbox.SandboxKernelManager``. The course config selects it for autograde only (students'
+own `nbgrader validate` and JupyterLab are unaffected); ``autograder.config`` swaps it for ``GuardedExecute`` when
+an instructor grades ``--unsandboxed``."""
+
+from __future__ import annotations
+
+from nbformat.v4 import new_output
+from traitlets import Integer
+
+from ..kernel_channel import message_size
+from ..sandbox import SandboxKernelManager, unavailable
+from .guarded_execute import GuardedExecute
+
+
+class SandboxedExecute(GuardedExecute):
+    """The course's Execute step (GuardedExecute), with each kernel started by SandboxKernelManager.
+    Configured for autograde only: students' own `nbgrader validate` and JupyterLab are unaffected.
+
+    It also bounds what a cell's output costs the grading process *while* the cell runs: nbgrader's
+    LimitOutput cuts outputs only after the whole notebook ran, so `while True: print(...)` would fill the
+    grader's memory until the cell's timeout. Past ``max_output_chars`` characters of a cell's output, the
+    rest is dropped (errors are always kept) and a note says so."""
+
+    max_output_chars = Integer(2_000_000, help="characters of output kept per cell while it runs").tag(config=True)
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("kernel_manager_class", SandboxKernelManager)
+        super().__init__(*args, **kwargs)
+
+    def preprocess(self, nb, resources=None, km=None):
+        reason = unavailable()
+        if reason:
+            raise RuntimeError(f"refusing to run this submission unsandboxed: {reason}. "
+                               "`python -m autograder grade --unsandboxed` runs it anyway (see its warning).")
+        self._output_used = {}
+        return super().preprocess(nb, resources, km)
+
+    def handle_comm_msg(self, outs, msg, cell_index):
+        """Widget (comm) messages are dropped: nbclient would keep every one in memory for the notebook's
+        widget state, which a grading run never shows (InertOutputs removes widget views)."""
+        return None
+
+    def output(self, outs, msg, display_id, cell_index):
+        content = msg.get("content", {})
+        if msg.get("msg_type") != "error":
+            size = message_size(content)
+            used = self._output_used.get(cell_index, 0)
+            self._output_used[cell_index] = used + size
+            if used + size > self.max_output_chars:
+                room = self.max_output_chars - used
+                if room > 0 and msg.get("msg_type") == "stream":  # keep what fits of the first one over
+                    super().output(outs, {**msg, "content": {**content, "text": content["text"][:room]}},
+                                   display_id, cell_index)
+                if used <= self.max_output_chars:
+                    outs.append(new_output("stream", name="stderr", text=(
+                        f"\n... Output truncated while the cell ran (more than {self.max_output_chars} "
+                        "characters): the rest was not kept ...\n")))
+                return None
+        return super().output(outs, msg, display_id, cell_index)

@@ -1,0 +1,133 @@
+"""What `grade` prints: per chapter, a row per student with the score of every problem, the total, and notes on
+what happened while grading (read from the autograded notebook and from the grader's verdicts)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+
+from . import course, gradebook
+
+
+@dataclass(frozen=True)
+class Problem:
+    grade_id: str
+    points: float
+    kind: str  # "test": autograded test cell; "written": manually graded answer; "task": manually graded task
+
+
+def problems(assignment: str) -> list[Problem]:
+    """The graded cells of an assignment in notebook order, with their points."""
+    nb = nbformat.read(course.source_notebook(assignment), as_version=4)
+    found = []
+    for cell in nb.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("grade") or meta.get("task"):
+            kind = "task" if meta.get("task") else "written" if meta.get("solution") else "test"
+            found.append(Problem(meta["grade_id"], float(meta.get("points", 0)), kind))
+    return found
+
+
+# Error outputs in an autograded notebook that the instructor should hear about, with what they mean.
+_NOTABLE = [
+    ("CellTimeoutError", None, "timed out"),
+    ("KernelDied", None, "kernel died (os._exit or crash): later cells not run"),
+    ("KernelUnresponsive", None, "ignored the timeout interrupt: later cells not run"),
+    ("Tampered", None, "replaced numpy/math/posenc/checks functions: tests refused"),
+    ("RuntimeError", "is the reference this exercise asks you to write", "called posenc's reference"),
+    ("SystemExit", None, "sys.exit() in a cell"),
+    ("KernelLost", None, "the kernel died or hung while the grader called its code: later cells not run"),
+    ("NoAnswer", None, "the kernel did not answer the grader's calls (code that changed or blocked them)"),
+]
+
+
+def _where(cells: list[str]) -> str:
+    return ", ".join(cells) if len(cells) <= 2 else f"{cells[0]} and {len(cells) - 1} more cells"
+
+
+def _verdicts(assignment: str, student: str, cfg) -> dict:
+    """The grader's verdicts on one submission, as GuardedExecute wrote them ({} if there are none)."""
+    path = Path(cfg.GuardedExecute.verdict_dir) / student / f"{assignment}.json"
+    try:
+        decided = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return decided if isinstance(decided, dict) else {}
+
+
+def verdict_notes(decided: dict) -> list[str]:
+    """Notes on test cells whose kernel-side result and the grader's own verdict disagree (read from the
+    verdicts GuardedExecute wrote): marked for review, since the kernel's side is what a forged grade changes."""
+    forged, refused = [], []
+    for gid, v in sorted(decided.items()):
+        visible_passed = v.get("grader") == "pass" or v.get("stage") == "hidden"
+        if v.get("kernel") == "pass" and not visible_passed:
+            forged.append(gid)
+        elif v.get("kernel") == "fail" and visible_passed:
+            refused.append(f"{gid} ({v.get('kernel_error', '').split(':')[0] or 'error'})")
+    notes = []
+    if forged:
+        notes.append(f"REVIEW {_where(forged)}: the notebook's own run passed tests the grader's run failed "
+                     "(code that hides failures?)")
+    if refused:
+        notes.append(f"REVIEW {_where(refused)}: the notebook's own run failed tests the grader's run passed "
+                     "(IPython hooks or replaced functions?)")
+    return notes
+
+
+def notes_for(assignment: str, student: str, cfg) -> list[str]:
+    """Short notes on what happened while grading one submission, read from its autograded notebook and
+    from the grader's verdicts."""
+    path = Path(cfg.CourseDirectory.autograded_directory) / student / assignment / f"{assignment}.ipynb"
+    if not path.exists():
+        return []
+    nb = nbformat.read(path, as_version=4)
+    errors = []  # (where, ename, evalue): the errors in the autograded notebook, then what the kernel raised
+    for index, cell in enumerate(nb.cells):
+        where = cell.metadata.get("nbgrader", {}).get("grade_id") or f"cell {index}"
+        errors += [(where, out.get("ename"), out.get("evalue", "")) for out in cell.get("outputs", [])
+                   if out.get("output_type") == "error"]
+    decided = _verdicts(assignment, student, cfg)
+    errors += [(gid, *v.get("kernel_error", "").partition(": ")[::2]) for gid, v in sorted(decided.items())]
+    where_by_text = {}  # text -> the cells it happened in, in order
+    for where, ename, evalue in errors:
+        for name, needle, text in _NOTABLE:
+            if ename == name and (needle is None or needle in evalue):
+                cells = where_by_text.setdefault(text, [])
+                if where not in cells:
+                    cells.append(where)
+    notes = [f"{_where(cells)}: {text}" for text, cells in where_by_text.items()]
+    return notes + verdict_notes(decided)
+
+
+def _fmt(x: float) -> str:
+    return f"{x:g}"
+
+
+def format_table(assignment: str, results: list[gradebook.Result]) -> str:
+    """One chapter's score table: a row per student, a column per problem ("-" = awaiting manual grading)."""
+    probs = problems(assignment)
+    header = ["student"] + [f"{p.grade_id}" + ("*" if p.kind != "test" else "") + f" /{_fmt(p.points)}"
+                            for p in probs] + [f"total /{_fmt(sum(p.points for p in probs))}", "notes"]
+    rows = []
+    for r in sorted(results, key=lambda r: r.student):
+        cells = [r.student]
+        for p in probs:
+            s = r.scores.get(p.grade_id)
+            if s is None:
+                cells.append("?")
+            elif s.needs_manual_grade and s.manual_score is None:
+                cells.append("-")
+            else:
+                cells.append(_fmt(s.score))
+        cells.append(_fmt(r.total))
+        cells.append("; ".join(r.notes))
+        rows.append(cells)
+    widths = [max(len(str(row[i])) for row in [header] + rows) for i in range(len(header) - 1)]
+    lines = [f"{assignment}   (* graded by hand in formgrader; '-' = not graded yet)"]
+    for row in [header] + rows:
+        lines.append("  ".join(str(c).ljust(w) for c, w in zip(row, widths)) + "  " + row[-1])
+    return "\n".join(line.rstrip() for line in lines)

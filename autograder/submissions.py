@@ -1,0 +1,246 @@
+"""Handed-in notebooks: finding them in the folder given to `grade` (``<student_id>/<chapter>/<chapter>.ipynb``,
+an LMS export or ``nbgrader collect``, unzipped), refusing what nbgrader must not read (links, files outside the
+folder, odd student ids, files that are not notebooks, tampered nbgrader metadata) with one line per student, and
+copying the readable ones into nbgrader's ``submitted`` folder."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+
+from . import course
+
+# Matched with fullmatch: `$` alone would accept a trailing newline in a folder name.
+STUDENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@+-]*")
+# A handed-in notebook larger than this is refused before it is read (outputs or data left in it).
+MAX_NOTEBOOK_BYTES = 50 * 2**20
+
+
+@dataclass
+class Submission:
+    student: str
+    assignment: str
+    folder: Path  # <student>/<assignment>/ in the folder handed to `grade`
+
+    @property
+    def notebook(self) -> Path:
+        return self.folder / f"{self.assignment}.ipynb"
+
+
+def notebook_problem(path: Path) -> str | None:
+    """Why nbgrader could not read this file as a notebook, in words; None if it can.
+
+    Whatever the file holds, this returns a sentence and never raises: one student's file must not stop the
+    grading of the class (JSON nested a few thousand levels deep makes the json module raise RecursionError,
+    a huge integer literal ValueError, a huge file MemoryError)."""
+    text, problem = _read_notebook_text(path)
+    if problem:
+        return problem
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as exc:
+        return f"{path.name} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); the file is corrupt"
+    except RecursionError:
+        return f"{path.name} is JSON nested too deeply to be a notebook"
+    except MemoryError:
+        return f"{path.name} is too large to read as JSON"
+    except ValueError as exc:  # e.g. an integer literal longer than Python converts
+        return f"{path.name} is not JSON a notebook can hold ({_first_line(exc)})"
+    try:
+        nb = nbformat.reads(text, as_version=4)
+        nbformat.validate(nb)
+    except RecursionError:
+        return f"{path.name} is JSON nested too deeply to be a notebook"
+    except MemoryError:
+        return f"{path.name} is too large to read as a notebook"
+    except Exception as exc:  # nbformat raises several types for a notebook it cannot read
+        return f"{path.name} is JSON but not a valid notebook ({_first_line(exc)})"
+    return None
+
+
+def _read_notebook_text(path: Path) -> tuple[str, str | None]:
+    """The file's text, or why it cannot be read: too large (refused before reading it), unreadable, not UTF-8."""
+    limit = f"{MAX_NOTEBOOK_BYTES / 2**20:g} MiB"
+    try:
+        size = path.stat().st_size
+        if size > MAX_NOTEBOOK_BYTES:
+            return "", (f"{path.name} is {size / 2**20:.0f} MiB, over the {limit} a notebook may be (clear "
+                        "its outputs and hand it in again)")
+        with path.open("rb") as f:
+            data = f.read(MAX_NOTEBOOK_BYTES + 1)  # the file may have grown since stat
+    except OSError as exc:
+        return "", f"cannot read {path.name}: {exc.strerror or exc}"
+    except MemoryError:
+        return "", f"{path.name} is too large to read"
+    if len(data) > MAX_NOTEBOOK_BYTES:
+        return "", f"{path.name} is over the {limit} a notebook may be (clear its outputs and hand it in again)"
+    try:
+        return data.decode("utf-8"), None
+    except UnicodeDecodeError as exc:
+        return "", f"cannot read {path.name}: it is not UTF-8 text ({exc.reason} at byte {exc.start})"
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return (text.splitlines()[0] if text else type(exc).__name__)[:200]
+
+
+def _shown(name: str) -> str:
+    """A folder name as it can be printed on one line (quoted when it holds a newline or other control)."""
+    return name if name.isprintable() else repr(name)
+
+
+def _not_inside(path: Path, root: Path) -> str | None:
+    """Why path is not a real file or folder of the handed-in folder root (already resolved), in words;
+    None if it is. A symbolic link is refused wherever it points: `unzip` restores the links stored in a
+    zip, so `alice/01_why_position -> ../../solutions/01_why_position` would hand in the model solutions."""
+    if path.is_symlink():
+        try:
+            target = os.readlink(path)
+        except OSError:
+            target = "?"
+        return f"is a symbolic link (to {_shown(target)})"
+    try:
+        resolved = path.resolve(strict=True)
+    except (OSError, RuntimeError) as exc:
+        return f"cannot be read ({exc})"
+    if resolved != root and root not in resolved.parents:
+        return f"is outside the handed-in folder (it is {_shown(str(resolved))})"
+    return None
+
+
+def _refused(student: str, relative: str, path: Path, problem: str) -> str:
+    """The line for a student or chapter folder that is not a real folder of the handed-in one (a link that
+    leads nowhere is still called a folder: it stands where one should be)."""
+    kind = "file" if path.is_file() else "folder"
+    return f"{_shown(student)}: not graded: the {kind} {_shown(relative)} {problem}; hand in the notebook itself"
+
+
+def _visible_entries(folder: Path) -> list[Path]:
+    """The entries of a folder, hidden ones (.ipynb_checkpoints, .DS_Store) left out, sorted."""
+    return sorted(p for p in folder.iterdir() if not p.name.startswith("."))
+
+
+def find_submissions(folder: Path, assignments: list[str] | None = None) -> tuple[list[Submission], list[str]]:
+    """Every <student>/<chapter>/<chapter>.ipynb under folder; plus a message per entry that cannot be graded.
+
+    Submissions are files and nothing else: a student folder, chapter folder or notebook that is a symbolic
+    link, or that resolves outside the folder, is refused (with one line naming the student) before anything
+    is read or copied. The folder itself may be given through a link: it is resolved once, here."""
+    given = Path(folder)
+    if not given.is_dir():
+        raise SystemExit(f"{given} is not a folder (expected <student_id>/<chapter>/<chapter>.ipynb inside)")
+    root = given.resolve()
+    known = course.assignments()
+    found, errors = [], []
+    for student_dir in _visible_entries(root):
+        student = student_dir.name
+        problem = _not_inside(student_dir, root)
+        if problem:
+            errors.append(_refused(student, student, student_dir, problem))
+            continue
+        if not student_dir.is_dir():
+            continue  # a stray file next to the student folders (an export's index, a zip)
+        if not STUDENT_ID.fullmatch(student):
+            errors.append(f"{_shown(student)}: not graded: a student id must be letters, digits and _ . @ + - "
+                          f"(rename the folder {_shown(str(given / student))})")
+            continue
+        try:
+            chapter_dirs = _visible_entries(student_dir)
+        except OSError as exc:
+            errors.append(f"{student}: not graded: cannot read the folder {student} ({exc.strerror or exc})")
+            continue
+        for chapter_dir in chapter_dirs:
+            name = chapter_dir.name
+            if assignments and name not in assignments:
+                continue
+            problem = _not_inside(chapter_dir, root)
+            if problem:
+                errors.append(_refused(student, f"{student}/{name}", chapter_dir, problem))
+                continue
+            if not chapter_dir.is_dir():
+                continue
+            if name not in known:
+                errors.append(f"{student}: {_shown(name)} is not an assignment of this course "
+                              f"(known: {', '.join(known)})")
+                continue
+            sub = Submission(student, name, chapter_dir)
+            if sub.notebook.is_symlink():
+                errors.append(f"{student}: {name} not graded: {name}.ipynb is a symbolic link, not a file "
+                              "(hand in the notebook itself)")
+                continue
+            if not sub.notebook.is_file():
+                others = sorted(_shown(p.name) for p in chapter_dir.glob("*.ipynb"))
+                hint = f"; found {', '.join(others)}: rename it to {name}.ipynb" if others else ""
+                errors.append(f"{student}: not graded: {name}/{name}.ipynb is missing{hint}")
+                continue
+            problem = _not_inside(sub.notebook, root)
+            if problem:
+                errors.append(f"{student}: {name} not graded: {name}.ipynb {problem}")
+                continue
+            problem = notebook_problem(sub.notebook) or metadata_tampering(sub.notebook, name)
+            if problem:
+                errors.append(f"{student}: {name} not graded: {problem}. Their previous grades, if any, are kept.")
+                continue
+            found.append(sub)
+    return found, errors
+
+
+_FLAGS = ("grade", "solution", "task")  # (a changed `locked` or `points` nbgrader puts back itself)
+
+
+def metadata_tampering(path: Path, assignment: str) -> str | None:
+    """How the nbgrader metadata of a handed-in notebook differs from the lesson's, in words; None if it
+    does not. A cell may be missing, locked or unlocked, its points changed (nbgrader puts all that back),
+    but every cell that carries nbgrader metadata must carry a grade_id of the lesson, once, on the same
+    kind of cell, as the same kind of graded cell (test, solution, task). nbgrader itself fails on such a notebook with a bare KeyError or "Inconsistent
+    checksums", naming neither the student nor the cause."""
+    nb = nbformat.read(path, as_version=4)
+    lesson = nbformat.read(course.lesson_notebook(assignment), as_version=4)
+    known = {c.metadata["nbgrader"]["grade_id"]: c for c in lesson.cells
+             if c.metadata.get("nbgrader", {}).get("grade_id")}
+    seen = set()
+    for index, cell in enumerate(nb.cells):
+        meta = cell.metadata.get("nbgrader")
+        if meta is None:
+            continue
+        gid = meta.get("grade_id") if isinstance(meta, dict) else None
+        where = f"cell {index}"
+        if gid is None:
+            return f"its nbgrader metadata was tampered with: {where} carries nbgrader metadata without a grade_id"
+        if not isinstance(gid, str) or gid not in known:
+            return (f"its nbgrader metadata was tampered with: {where} carries grade_id {str(gid)[:40]!r}, "
+                    "which the lesson does not have")
+        if gid in seen:
+            return f"its nbgrader metadata was tampered with: grade_id {gid!r} appears twice ({where})"
+        seen.add(gid)
+        original = known[gid]
+        want = original.metadata["nbgrader"]
+        changed = [flag for flag in _FLAGS if bool(meta.get(flag)) != bool(want.get(flag))]
+        if cell.cell_type != original.cell_type:
+            changed.append("cell type")
+        if changed:
+            return (f"its nbgrader metadata was tampered with: {where} ({gid}) has its {', '.join(changed)} "
+                    "changed from the lesson's")
+    return None
+
+
+def copy_in(sub: Submission, cfg) -> Path:
+    """Copy one submission into nbgrader's submitted/<student>/<assignment>/ (replacing an older one)."""
+    dest = Path(cfg.CourseDirectory.submitted_directory) / sub.student / sub.assignment
+    if dest.exists():
+        shutil.rmtree(dest)
+
+    def skipped(folder, names):
+        # Hidden files, caches, and symbolic links: copytree would copy a link's *target*, so a submission
+        # holding `x -> /path/to/solutions/...` would bring the instructor's files into the course folder.
+        return [n for n in names if n.startswith(".") or n == "__pycache__" or os.path.islink(os.path.join(folder, n))]
+
+    shutil.copytree(sub.folder, dest, ignore=skipped)
+    return dest

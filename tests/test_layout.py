@@ -1,0 +1,90 @@
+"""The rooms of the grading code (ARCHITECTURE.md): autograder's modules import each other without a cycle, counting
+the imports inside functions too (so none can hide one); the student's kernel imports only the modules the
+sandbox mounts; the installed package imports no test data."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import synthetic
+from autograder import bench
+from autograder.sandbox import KERNEL_MODULES
+from support import ROOT
+
+PACKAGE = ROOT / "autograder"
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py")) if p.name != "nbgrader_config.py"}
+
+
+def _imports(name: str) -> set[str]:
+    """The autograder modules ``name`` imports anywhere in its source (module level or inside functions)."""
+    path = MODULES[name]
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = package.split(".")[: len(package.split(".")) - node.level + 1] if node.level else []
+            module = ".".join(base + ([node.module] if node.module else []))
+            # `from . import checks` imports a submodule; `from .course import ROOT` the module itself
+            targets = [f"{module}.{alias.name}" if f"{module}.{alias.name}" in MODULES else module
+                       for alias in node.names]
+        else:
+            continue
+        found |= {t for t in targets if t in MODULES and t != name}
+    return found
+
+
+GRAPH = {name: _imports(name) for name in MODULES}
+
+
+def test_autograder_has_no_import_cycle():
+    done, path = set(), []
+
+    def visit(name):
+        if name in path:
+            raise AssertionError("import cycle: " + " -> ".join(path[path.index(name):] + [name]))
+        if name in done:
+            return
+        path.append(name)
+        for target in sorted(GRAPH[name]):
+            visit(target)
+        path.pop()
+        done.add(name)
+
+    for name in GRAPH:
+        visit(name)
+
+
+def test_the_kernel_imports_only_what_the_sandbox_mounts():
+    """checks, agent, wire and kernel_guard run in the student's kernel, where the sandbox mounts only the
+    modules of KERNEL_MODULES: whatever of autograder they import must be among them."""
+    kernel = {"autograder" if m == "__init__" else f"autograder.{m}" for m in KERNEL_MODULES}
+    assert kernel <= set(MODULES), kernel - set(MODULES)
+    for name in kernel:
+        assert GRAPH[name] <= kernel, f"{name} imports {sorted(GRAPH[name] - kernel)}, which the sandbox does not mount"
+    # and every kernel module is needed: the agent and the guard are the kernel's extensions, checks its tests'
+    config = (PACKAGE / "nbgrader_config.py").read_text()
+    assert "extensions=autograder.agent" in config and "extensions=autograder.kernel_guard" in config
+
+
+def test_the_package_imports_no_test_data():
+    for name, path in MODULES.items():
+        tree = ast.parse(path.read_text())
+        imported = [alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names]
+        imported += [node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)]
+        assert not [m for m in imported if m.split(".")[0] in ("synthetic", "tests", "support")], name
+
+
+def test_the_benchmark_grades_the_tests_synthetic_class():
+    """`python -m autograder.bench` takes its submissions from the checkout's tests/synthetic/, the same builder
+    the tests use (the package has no copy of it)."""
+    assert bench.synthetic_builder() is synthetic.Builder
