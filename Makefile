@@ -4,10 +4,12 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.stamp-requirements
 JB     := $(VENV)/bin/jupyter-book
+# jupyter-book's strict flags, from the one place that lists them (tools/book_build.py)
+STRICT = $(shell $(PY) tools/book_build.py --strict-flags)
 
 export PYTHONHASHSEED := 0
 
-.PHONY: install system-deps assets arena arena-check book book-all book-instructor test lab bench lessons grade feedback export clean
+.PHONY: install system-deps assets arena arena-check book book-all book-instructor test test-unit lab bench lessons grade feedback export clean
 
 install: $(STAMP)
 
@@ -29,11 +31,11 @@ assets: node_modules/.stamp
 
 # The rendered book, strict: warnings are errors, a failing cell fails the build.
 book: $(STAMP) assets
-	$(JB) build . --warningiserror --nitpick --keep-going
+	$(JB) build . $(STRICT)
 
 # The same from a clean read of every page (a no-change rebuild hides warnings of unchanged pages).
 book-all: $(STAMP) assets
-	$(JB) build . --warningiserror --nitpick --keep-going --all
+	$(JB) build . $(STRICT) --all
 
 # The instructor edition: the same book from solutions/ (solutions, hidden tests and rubrics shown),
 # strict like book-all, in _build/instructor/_build/html (tools/instructor_book.py).
@@ -45,6 +47,10 @@ system-deps:
 
 test: system-deps $(STAMP) assets
 	$(PY) -m pytest -n 2 --dist loadgroup
+
+# The fast tier: every test not marked slow (no book build, browser, Jupyter server or graded class), under a minute.
+test-unit: $(STAMP)
+	$(PY) -m pytest -m "not slow" -n 2
 
 # JupyterLab on the lessons: .venv's kernel (posenc importable), ipywidgets and nbgrader's extensions (assignment
 # list, validate). Started from here so that nbgrader reads nbgrader_config.py, whose exchange folder is inside the

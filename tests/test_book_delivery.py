@@ -14,7 +14,8 @@ import pytest
 import yaml
 from bs4 import BeautifulSoup
 
-from conftest import ROOT, toc_chapters
+import instructor_book  # tools/instructor_book.py (tests/support.py, imported by conftest, puts tools/ on the path)
+from support import ROOT, toc_chapters
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("book")]
 
@@ -68,21 +69,31 @@ def test_every_figure_has_alt_text(built_book):
     assert not missing, "figures without alt text (set the cell metadata mystnb.image.alt):\n" + "\n".join(missing)
 
 
+LAUNCH_HOSTS = ("mybinder.org", "colab.research.google.com", "/hub/user-redirect/")
+# Placeholders and the unrelated repositories that tools fill in when nothing is configured.
+PLACEHOLDER = re.compile(r"REPLACE[-_]ME|(?i:example\.(org|com|net)\b|binder-examples|jupyter-stacks-datascience"
+                         r"|your[-_](org|user(name)?|repo)\b)")
+
+
 def test_launch_download_and_search(built_book):
+    """Launch buttons exactly when _config.yml names the repository (Binder and Colab for that repository, none
+    at all without it); a download button on every chapter either way."""
     html, _ = built_book
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
-    repo = config["repository"]["url"].rstrip("/")
-    owner_repo = repo.split("github.com/")[1]
+    repo = (config.get("repository", {}).get("url") or "").rstrip("/")
+    owner_repo = repo.split("github.com/")[1] if repo else None
     for chapter in toc_chapters():
         page = html / f"{chapter}.html"
         links = [a["href"] for a in soup(page).select("a[href]")]
         notebook = f"{chapter}.ipynb"
-        assert any(h.startswith("https://mybinder.org/v2/gh/" + owner_repo) and notebook in h for h in links), \
-            f"{chapter}: no Binder launch button for {repo}"
-        assert any(h.startswith("https://colab.research.google.com/github/" + owner_repo) and notebook in h
-                   for h in links), f"{chapter}: no Colab launch button"
-        assert any("/hub/user-redirect/git-pull?repo=" in h and notebook in h for h in links), \
-            f"{chapter}: no JupyterHub launch button"
+        if owner_repo:
+            assert any(h.startswith("https://mybinder.org/v2/gh/" + owner_repo) and notebook in h for h in links), \
+                f"{chapter}: no Binder launch button for {repo}"
+            assert any(h.startswith("https://colab.research.google.com/github/" + owner_repo) and notebook in h
+                       for h in links), f"{chapter}: no Colab launch button"
+        else:
+            launch = [h for h in links if any(host in h for host in LAUNCH_HOSTS)]
+            assert not launch, f"{chapter}: launch buttons although _config.yml names no repository: {launch}"
         download = [h for h in links if h.endswith(notebook) and "_sources" in h]
         assert download, f"{chapter}: no notebook download button"
         assert (page.parent / download[0]).resolve().is_file(), f"{chapter}: the download link points nowhere"
@@ -92,6 +103,21 @@ def test_launch_download_and_search(built_book):
     css = html / "_static" / "posenc.css"
     assert css.is_file() and "posenc.css" in (html / f"{toc_chapters()[0]}.html").read_text(), \
         "the reader styles (book/_static/posenc.css) are not in the pages"
+
+
+def test_no_placeholder_or_unrelated_repository(built_book):
+    """No page, script or stylesheet of the book links a placeholder (REPLACE-ME, example.org) or a repository
+    that is not this course's (sphinx-thebe's default Binder example, for one)."""
+    html, _ = built_book
+    found = []
+    for path in sorted(html.rglob("*")):
+        if path.suffix not in (".html", ".js", ".css", ".json", ".txt", ".ipynb", ".md"):
+            continue
+        if "_offline" in path.parts:  # the vendored npm packages (MathJax, the widget manager)
+            continue
+        for match in PLACEHOLDER.finditer(path.read_text(errors="replace")):
+            found.append(f"{path.relative_to(html)}: {match.group(0)}")
+    assert not found, "placeholders or unrelated repositories in the built book:\n" + "\n".join(found[:30])
 
 
 # --- No solution code, hidden test or model answer in the student book ---------------------------------
@@ -166,11 +192,6 @@ def test_student_book_contains_no_solution_or_hidden_test(built_book):
 @pytest.mark.xdist_group("instructor")
 def test_instructor_edition_shows_solutions(tmp_path):
     """`make book-instructor` in small: the landing page and one chapter from solutions/, built strictly."""
-    import sys
-
-    sys.path.insert(0, str(ROOT / "tools"))
-    import instructor_book
-
     chapter = Path(toc_chapters()[0]).name
     result = instructor_book.build(tmp_path, [chapter], cache=tmp_path / "cache")
     assert result.returncode == 0, (result.stdout + result.stderr)[-5000:]

@@ -11,20 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SCREENSHOTS, TOC, toc_chapters, watched_context
+import support
+from support import SCREENSHOTS, toc_chapters, watched_context
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("book")]
 
 
 def toc_pages() -> list[str]:
-    import yaml
-
-    toc = yaml.safe_load(TOC.read_text())
-    files = [toc["root"]]
-    for part in toc.get("parts", []):
-        files += [c["file"] for c in part.get("chapters", [])]
-    files += [c["file"] for c in toc.get("chapters", [])]
-    return files + ["genindex", "search"]
+    """Every page of the TOC, and Sphinx's index and search pages."""
+    return support.toc_pages() + ["genindex", "search"]
 
 
 # Waits until MathJax has typeset the page and the widget manager has rendered the saved widgets.

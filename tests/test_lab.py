@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, SCREENSHOTS, VENV_BIN, jupyter_lab, watched_context
+from support import ROOT, SCREENSHOTS, VENV_BIN, jupyter_lab, watched_context
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("lab")]
 
@@ -166,25 +166,26 @@ def test_lesson_runs_in_the_browser_and_the_explorer_reacts(lab, browser):
                                timeout=90_000)
         page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
         # Run-all stops at the first exercise (a stub raises NotImplementedError); the explorer comes before it.
-        slider = page.locator(".jp-Notebook .widget-slider .noUi-handle, .jp-Notebook .widget-slider input[type=range]")
+        # Its output is HTML with a script (posenc.explorer), which JupyterLab runs for output it trusts.
+        explorer = page.locator(".jp-Notebook div.posenc-explorer[data-live=true]")
         try:
-            slider.first.wait_for(timeout=120_000)
+            explorer.first.wait_for(timeout=120_000)
         except Exception:
             page.screenshot(path=str(SCREENSHOTS / f"lab_{EXPLORER}_failed.png"), full_page=True)
             raise
-        output = page.locator(".jp-Notebook .widget-vbox img")  # the explorer's figure, drawn by its Output widget
-        output.first.wait_for(timeout=60_000)
-        before = output.first.get_attribute("src")
-        page.wait_for_function("() => !document.querySelector('.jp-Notebook .jp-InputArea-prompt') ||"
-                               " ![...document.querySelectorAll('.jp-Notebook .jp-InputArea-prompt')]"
-                               ".some(p => p.textContent.includes('[*]'))", timeout=120_000)
-        handle = slider.first
-        handle.scroll_into_view_if_needed()
-        handle.focus()
-        for _ in range(3):
-            handle.press("ArrowRight")
-        page.wait_for_function("(before) => { const img = document.querySelector('.jp-Notebook .widget-vbox img');"
-                               " return img && img.getAttribute('src') !== before; }", arg=before, timeout=30_000)
+        figure = explorer.first.locator("img.posenc-explorer-frame")
+        before = figure.get_attribute("src")
+        slider = explorer.first.locator("input[type=range]").first
+        slider.scroll_into_view_if_needed()
+        slider.focus()
+        slider.press("ArrowLeft")
+        page.wait_for_function("(before) => { const img = document.querySelector("
+                               "'.jp-Notebook div.posenc-explorer img.posenc-explorer-frame');"
+                               " return img && img.complete && img.getAttribute('src') !== before; }",
+                               arg=before, timeout=30_000)
+        title = figure.get_attribute("data-title")
+        readout = explorer.first.locator("output").first.inner_text()
+        assert readout in title, f"after moving the slider the readout {readout!r} is not in the title {title!r}"
         page.screenshot(path=str(SCREENSHOTS / f"lab_{EXPLORER}.png"))
         errors = [e for e in watched.errors if "NotImplementedError" not in e]
         assert not watched.outside, f"JupyterLab requested addresses off this machine: {watched.outside}"
