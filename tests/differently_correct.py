@@ -275,19 +275,26 @@ designed = slopes_for_spans([15, 127, 1023, 3000], 4096)
 
 draw = np.random.default_rng(2022)  # the data of the measurement: keep it
 q_demo = draw.normal(size=16)
-k_demo, v_demo = draw.normal(size=(2, 1024, 16))
-arena_change = [window_change(q_demo, k_demo, v_demo, m, 64) for m in posenc.alibi_slopes(4)]
+k_demo, v_demo = draw.normal(size=(2, 4096, 16))
+arena_change = [window_change(q_demo, k_demo, v_demo, m, 256) for m in posenc.alibi_slopes(4)]
 ''',
         'scheme_table': r'''def scheme_table(results):
     cfg = results["config"]
     top = sorted(results["eval_lengths"])[-1]
-    none_params = results["schemes"]["none"]["parameters"]
+    seeds = sorted(results["seeds"])
     out = {}
-    for name in results["schemes"]:
-        by = results["schemes"][name]["by_length"]
-        first, last = by.get(str(cfg["train_len"])), by.get(str(top))
-        change = math.nan if (first is None or last is None) else last["loss_beyond_train"] - first["loss"]
-        out[name] = [results["schemes"][name]["parameters"] - none_params, change]
+    for name in results["models"]:
+        total, count = 0.0, 0
+        for s in seeds:
+            numbers = results["seeds"][s][name]
+            last = numbers["loss_beyond_train"].get(str(top))
+            if last is None:
+                total = math.nan
+            else:
+                total += last - numbers["loss"][str(cfg["train_len"])]
+            count += 1
+        extra = results["seeds"][seeds[0]][name]["parameters"] - results["seeds"][seeds[0]]["none"]["parameters"]
+        out[name] = [extra, total / count]
     return out
 
 
@@ -461,43 +468,70 @@ def my_longrope(d, base, s, L0, seq_len, short_factor, long_factor):
 ''',
     },
     '08_arena': {
-        'degradation_ratio': r'''import math
+        'seed_verdict': r'''def seed_verdict(a, b):
+    a = [float(x) for x in a]
+    b = [float(x) for x in b]
+    if all(x < y for x in a for y in b):
+        return "lower"
+    if all(x > y for x in a for y in b):
+        return "higher"
+    return "tie"
 
-def degradation_ratio(results, scheme, multiple):
-    cfg = results["config"]
-    L = cfg["train_len"]
-    table = results["schemes"][scheme]["by_length"]
-    top = table[str(int(L * multiple))]
-    bottom = table[str(L)]
-    if top is None or bottom is None:
-        return math.nan
-    print(f"{scheme} at {multiple}x: {top['loss']:.4f} / {bottom['loss']:.4f}")
-    return top["loss"] / bottom["loss"]
-''',
-        'never_full_turn': r'''def never_full_turn(train_len, d, base):
+
+def tied_with_best(results, length):
+    table = {}
+    for name in results["models"]:
+        entry = results["summary"][name]["loss"].get(str(length))
+        if entry is not None:
+            table[name] = list(entry["values"])
+    means = {name: sum(v) / len(v) for name, v in table.items()}
+    best = sorted(means.items(), key=lambda item: item[1])[0][0]
+    print(f"lowest mean loss at {length}: {best}")
     out = []
-    for i in range(d // 2):
-        theta = math.pow(base, -2.0 * i / d)
-        out.append(train_len * theta < 2 * math.pi)
-    return np.array(out, dtype=bool)
+    for name in table:
+        if seed_verdict(table[name], table[best]) in ("lower", "tie"):
+            out.append(name)
+    out.sort()
+    return out
 
 
-arena_never = never_full_turn(int(config["train_len"]), int(config["d_model"]) // int(config["n_heads"]), float(config["base"]))
+best_at_longest = tied_with_best(result, max(lengths))
+''',
+        'false_alarm': r'''def false_alarm(n_a, n_b):
+    # 2 / C(n_a + n_b, n_a), with the binomial coefficient as a product of n_a ratios
+    p = 2.0
+    for k in range(1, int(n_a) + 1):
+        p *= k / (int(n_b) + k)
+    return p
+''',
+        'shortest_training_length': r'''def shortest_training_length(num_buckets, max_distance):
+    everything = posenc.t5_bucket(-np.arange(max_distance + 1), bidirectional=False,
+                                  num_buckets=num_buckets, max_distance=max_distance).tolist()
+    wanted = len(set(everything))
+    seen = set()
+    for L, bucket in enumerate(everything, start=1):
+        seen.add(bucket)
+        if len(seen) == wanted:
+            return L
+
+
+t5_default = shortest_training_length(32, 128)
+print("shortest:", t5_default)
 ''',
     },
     '09_choosing': {
-        'positional_parameters': r'''def positional_parameters(scheme, d_model, n_heads, n_layers, max_len, num_buckets):
-    counts = {
-        "none": lambda: 0,
-        "sinusoidal": lambda: 0,
-        "alibi": lambda: 0,
-        "rope": lambda: 0,
-        "learned": lambda: max_len * d_model,
-        "t5": lambda: num_buckets * n_heads,
-    }
-    if scheme not in counts:
-        raise ValueError(f"no such positional scheme: {scheme}")
-    return int(counts[scheme]())
+        'unbeaten': r'''def unbeaten(results, length):
+    key = str(int(length))
+    extensions = results["summary"]["rope"]["extensions"]
+    table = dict(extensions["same_positions"])  # every setting on the sample of positions dynamic NTK used
+    table["dynamic_ntk"] = extensions["dynamic_ntk"]
+    lowest = {name: entry["loss"][key]["min"] for name, entry in table.items()}
+    highest = {name: entry["loss"][key]["max"] for name, entry in table.items()}
+    # a setting is beaten iff some other setting's worst seed is below its best seed
+    best_worst = min(highest.values())
+    keep = [name for name in table if not lowest[name] > best_worst]
+    print("unbeaten at", key, ":", keep)
+    return sorted(keep)
 ''',
     },
 }
