@@ -94,27 +94,6 @@ def test_page_renders_offline(built_book, browser, name):
             page.screenshot(path=str(SCREENSHOTS / f"{Path(name).name}.png"), full_page=True)
 
 
-def test_sliders_are_live_in_static_html(built_book, browser):
-    """A jslink'ed or saved slider still moves without a kernel: the first chapter slider responds to keys."""
-    html, _ = built_book
-    chapter = next((c for c in toc_chapters() if saved_slider_models(html / f"{c}.html")), None)
-    if chapter is None:
-        pytest.skip("no chapter saves a slider")
-    with watched_context(browser) as watched:
-        page = watched.new_page()
-        page.goto((html / f"{chapter}.html").as_uri())
-        page.evaluate(SETTLE)
-        readout = page.locator(".widget-slider .widget-readout").first
-        before = readout.inner_text()
-        handle = page.locator(".widget-slider .noUi-handle, .widget-slider input[type=range]").first
-        handle.scroll_into_view_if_needed()
-        handle.focus()
-        for _ in range(3):
-            handle.press("ArrowRight")
-        assert readout.inner_text() != before, f"{chapter}: the slider does not move in the static page"
-        assert not watched.errors, watched.errors
-
-
 def test_dark_mode_keeps_figures_readable(built_book, browser):
     html, _ = built_book
     chapter = toc_chapters()[1] if len(toc_chapters()) > 1 else toc_chapters()[0]

@@ -172,7 +172,10 @@ def test_every_explorer_control_moves_its_figure(built_book, browser, chapter):
                 moved += 1
         assert moved, f"{name}: no control to move"
         assert not watched.outside, f"{name}: requests leaving the machine: {watched.outside}"
-        assert not watched.failed, f"{name}: local requests that failed: {watched.failed}"
+        # a picture whose load is superseded by the next move is aborted by the browser; every picture shown was
+        # checked to have loaded above, so only other failures count
+        failed = [f for f in watched.failed if not ("/_explorer/" in f and f.endswith("net::ERR_ABORTED"))]
+        assert not failed, f"{name}: local requests that failed: {failed}"
         assert not watched.errors, f"{name}: console errors: {watched.errors}"
 
 
