@@ -253,6 +253,11 @@ class SandboxKernelManager(AsyncKernelManager):
                 os.lchown(path, self._sandbox_uid, self._sandbox_uid)
         self.connection_file = str(ipc / "kernel.json")
         self.ip = str(ipc / "k")
+        # The kernel talks to the grader only over its sockets. It must not inherit the grading process's
+        # stdout and stderr: a sandbox that outlives a killed grading worker would hold them open (whoever reads
+        # the grader's output would wait for ever), and a student's kernel has nothing to write there.
+        kw.setdefault("stdout", subprocess.DEVNULL)
+        kw.setdefault("stderr", subprocess.DEVNULL)
         await super()._async_start_kernel(**kw)
         if self._sandbox_uid is not None:
             os.chown(self.connection_file, self._sandbox_uid, self._sandbox_uid)
