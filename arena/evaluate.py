@@ -110,12 +110,13 @@ def set_method(model, method: str, config: Config, scale: float = 1.0, seq_len: 
 
 
 @torch.no_grad()
-def dynamic_ntk_losses(model, windows: np.ndarray, config: Config) -> dict:
+def dynamic_ntk_losses(model, windows: np.ndarray, plain_at: dict, config: Config) -> dict:
     """Dynamic NTK as seen without a KV cache: the loss at position t comes from a pass over the first t + 1
-    characters with the base for that length (transformers recomputes it from seq_len). Returns
-    ``{position: mean loss over windows}`` at every position before train_len and at :func:`dynamic_positions`."""
-    set_method(model, "default", config)
-    out = at_positions(position_losses(model, windows, config.train_len), config)
+    characters with the base for that length (transformers recomputes it from seq_len). Before train_len the
+    base is unchanged, so those positions are plain RoPE's, taken from ``plain_at`` (:func:`at_positions` of
+    plain RoPE). Returns ``{position: mean loss over windows}`` at every position before train_len and at
+    :func:`dynamic_positions`."""
+    out = {t: loss for t, loss in plain_at.items() if t < config.train_len}
     for t in dynamic_positions(config):
         set_method(model, "dynamic_ntk", config, scale=config.dynamic_ntk_scale, seq_len=int(t) + 1)
         losses = []
@@ -128,8 +129,9 @@ def dynamic_ntk_losses(model, windows: np.ndarray, config: Config) -> dict:
     return out
 
 
-def rope_extensions(model, windows: np.ndarray, config: Config) -> dict:
-    """Every RoPE extension on the trained RoPE model, without retraining.
+def rope_extensions(model, windows: np.ndarray, plain: np.ndarray, config: Config) -> dict:
+    """Every RoPE extension on the trained RoPE model, without retraining; ``plain`` is the model's own
+    per-position losses over the whole windows (:func:`position_losses`), which the caller already has.
 
     ``per_length``: each static method at s = max(1, L / L_train) for each L (an oracle that knows the length);
     ``fixed``: each static method at each of ``fixed_scales`` for every length (the deployed setting);
@@ -137,9 +139,8 @@ def rope_extensions(model, windows: np.ndarray, config: Config) -> dict:
     method estimated at exactly the same positions (``same_positions``).
     """
     out = {"per_length": {}, "fixed": {}, "same_positions": {}}
-    set_method(model, "default", config)
-    out["same_positions"]["rope"] = sampled_estimate(at_positions(position_losses(model, windows, config.window),
-                                                                  config), config)
+    plain_at = at_positions(plain, config)
+    out["same_positions"]["rope"] = sampled_estimate(plain_at, config)
     for method in config.static_extensions:
         per_length = {}
         for L in config.eval_lengths:
@@ -155,7 +156,7 @@ def rope_extensions(model, windows: np.ndarray, config: Config) -> dict:
             losses = position_losses(model, windows, config.window)
             out["fixed"][method][str(scale)] = summary(losses, config)
             out["same_positions"][f"{method}@{scale}"] = sampled_estimate(at_positions(losses, config), config)
-    dynamic = dynamic_ntk_losses(model, windows, config)
+    dynamic = dynamic_ntk_losses(model, windows, plain_at, config)
     out["dynamic_ntk"] = {**sampled_estimate(dynamic, config), "positions": dynamic_positions(config).tolist(),
                           "at_positions": [dynamic[int(t)] for t in dynamic_positions(config)],
                           "scale": config.dynamic_ntk_scale}

@@ -62,10 +62,10 @@ def task(config: Config, seed: int, name: str) -> tuple[int, str, dict]:
         model = train(name, train_data, len(vocab), config, seed, on_step=_on_step)
     spent = {"train_seconds": time.perf_counter() - wall, "train_cpu_seconds": time.process_time() - cpu}
     rows = config.train_len if name == "learned" else config.window  # a learned table has no rows past L_train
-    numbers = {"parameters": parameter_count(model), **evaluate.summary(
-        evaluate.position_losses(model, windows, rows), config)}
+    losses = evaluate.position_losses(model, windows, rows)
+    numbers = {"parameters": parameter_count(model), **evaluate.summary(losses, config)}
     if name == "rope":
-        numbers["extensions"] = evaluate.rope_extensions(model, windows, config)
+        numbers["extensions"] = evaluate.rope_extensions(model, windows, losses, config)
     if name == "learned":
         weights = model.learned.weight.detach().double().numpy()
         numbers["table"] = table.analysis(weights, config.sinusoidal_base, config.table_null_draws, seed)
