@@ -322,19 +322,22 @@ def my_rope_matrix(m, d, base=10000.0):
         R[2*i:2*i+2, 2*i:2*i+2] = b
     return R
 ''',
-        'my_apply_rope': r'''def my_apply_rope(x, positions, base=10000.0):
-    x = [list(map(float, row)) for row in x]
-    d = len(x[0]); h = d // 2
+        'my_rope_2d': r'''import math
+
+def my_rope_2d(x, rows, cols, base=10000.0):
+    # pairs as complex numbers; each half turns with its own coordinate, frequencies of a d/2 head
     out = []
-    for row, p in zip(x, positions):
-        new = [0.0] * d
-        for i in range(h):
-            a = float(p) * base ** (-2.0 * i / d)
-            c, s = math.cos(a), math.sin(a)
-            new[i] = row[i] * c - row[i + h] * s
-            new[i + h] = row[i] * s + row[i + h] * c
+    for row, r, c in zip(np.asarray(x).tolist(), rows, cols):
+        d = len(row); h = d // 2
+        new = []
+        for start, pos in ((0, c), (h, r)):
+            for i in range(h // 2):
+                z = complex(row[start + 2 * i], row[start + 2 * i + 1])
+                z *= complex(math.cos(int(pos) * base ** (-2.0 * i / h)), math.sin(int(pos) * base ** (-2.0 * i / h)))
+                new += [z.real, z.imag]
         out.append(new)
-    return np.array(out)
+    print("rotated", len(out), "patches")
+    return out
 ''',
         'half_to_interleaved': r'''def half_to_interleaved(d):
     return [i // 2 + (i % 2) * (d // 2) for i in range(d)]
