@@ -1,10 +1,13 @@
 r"""Extending a RoPE model's context: new per-pair frequencies for a scale factor s = new length / old length.
 
-Every method returns the same pair ``(frequencies, attention_factor)``: ``frequencies`` is float64
+Every method has one signature, ``(d, base, scale, original_max_position, seq_len)``, followed by its own
+options as keywords, and returns the same pair ``(frequencies, attention_factor)``: ``frequencies`` is float64
 ``(d/2,)`` to pass to :func:`posenc.apply_rope` (``frequencies=``), and ``attention_factor`` multiplies cos
-and sin (1.0 except for YaRN and LongRoPE). Where Hugging Face transformers (``modeling_rope_utils``), the code people
-run, differs from the paper, these functions match transformers and the docstring says how.
-:data:`METHODS` maps names to functions of ``(d, base, scale, original_max_position, seq_len)``.
+and sin (1.0 except for YaRN and LongRoPE). A method ignores the arguments its formula does not use, as each
+entry of transformers' ``ROPE_INIT_FUNCTIONS`` takes the whole configuration; so :data:`METHODS` maps names to
+the functions themselves. The helpers that compute a base (:func:`ntk_base`, :func:`dynamic_ntk_base`) take
+the same leading arguments. Where Hugging Face transformers (``modeling_rope_utils``), the code people run,
+differs from the paper, these functions match transformers and the docstring says how.
 """
 
 from __future__ import annotations
@@ -17,23 +20,25 @@ from . import _checks
 from .rope import rope_frequencies
 
 
-def default(d, base=10000.0):
-    r"""Plain RoPE: :math:`\theta_i = \mathrm{base}^{-2i/d}`, attention factor 1 (Su et al. 2021, arXiv:2104.09864)."""
+def default(d, base=10000.0, scale=1.0, original_max_position=None, seq_len=None):
+    r"""Plain RoPE: :math:`\theta_i = \mathrm{base}^{-2i/d}`, attention factor 1 (Su et al. 2021, arXiv:2104.09864).
+    No extension: scale, original_max_position and seq_len are not used."""
     return rope_frequencies(d, base), 1.0
 
 
-def position_interpolation(d, base=10000.0, scale=1.0):
+def position_interpolation(d, base=10000.0, scale=1.0, original_max_position=None, seq_len=None):
     r"""Position interpolation: :math:`\theta'_i = \theta_i / s`, i.e. positions are divided by s.
 
     Chen et al. 2023 (arXiv:2306.15595). Every pair slows down by the same factor, so no angle exceeds
     what was seen in training; nearby positions get harder to tell apart (fine-tuning recovers it).
+    original_max_position and seq_len are not used.
     """
     s = _checks.scale(scale)
     theta, factor = default(d, base)
     return theta / s, factor
 
 
-def ntk_base(base, d, scale) -> float:
+def ntk_base(d, base, scale) -> float:
     r"""The NTK-aware base: :math:`\mathrm{base}' = \mathrm{base}\cdot s^{d/(d-2)}`.
 
     bloc97 2023 ("NTK-Aware Scaled RoPE", reddit r/LocalLLaMA), as written up by Peng et al. 2023
@@ -47,16 +52,16 @@ def ntk_base(base, d, scale) -> float:
     return b * _checks.scale(scale) ** (d / (d - 2))
 
 
-def ntk_aware(d, base=10000.0, scale=1.0):
+def ntk_aware(d, base=10000.0, scale=1.0, original_max_position=None, seq_len=None):
     r"""NTK-aware scaling: RoPE with the base :func:`ntk_base`, :math:`\theta'_i = (\mathrm{base}\,s^{d/(d-2)})^{-2i/d}`.
 
     Interpolates the slow pairs and extrapolates the fast ones; usable without fine-tuning
-    (Peng et al. 2023, arXiv:2309.00071, §3.1).
+    (Peng et al. 2023, arXiv:2309.00071, §3.1). original_max_position and seq_len are not used.
     """
-    return rope_frequencies(d, ntk_base(base, d, scale)), 1.0
+    return rope_frequencies(d, ntk_base(d, base, scale)), 1.0
 
 
-def dynamic_ntk_base(base, d, scale, seq_len, original_max_position) -> float:
+def dynamic_ntk_base(d, base, scale, original_max_position, seq_len) -> float:
     r"""The base dynamic NTK uses for a sequence of length L (Hugging Face's formula):
 
     .. math:: \mathrm{base}' = \mathrm{base}\,\Big(\frac{s\,\max(L, L_0)}{L_0} - (s - 1)\Big)^{d/(d-2)}
@@ -74,15 +79,15 @@ def dynamic_ntk_base(base, d, scale, seq_len, original_max_position) -> float:
     return b * (s * length / original - (s - 1)) ** (d / (d - 2))
 
 
-def dynamic_ntk(d, base=10000.0, scale=1.0, seq_len=None, original_max_position=None):
+def dynamic_ntk(d, base=10000.0, scale=1.0, original_max_position=None, seq_len=None):
     r"""Dynamic NTK: the NTK-aware base recomputed from the current sequence length (:func:`dynamic_ntk_base`).
 
     emozilla 2023 ("Dynamically Scaled RoPE"), Peng et al. 2023 (arXiv:2309.00071, §3.3). Short sequences
     keep the original frequencies exactly.
     """
     if seq_len is None or original_max_position is None:
-        raise TypeError("dynamic_ntk needs seq_len and original_max_position (integers)")
-    return rope_frequencies(d, dynamic_ntk_base(base, d, scale, seq_len, original_max_position)), 1.0
+        raise TypeError("dynamic_ntk needs original_max_position and seq_len (integers)")
+    return rope_frequencies(d, dynamic_ntk_base(d, base, scale, original_max_position, seq_len)), 1.0
 
 
 def yarn_attention_factor(scale) -> float:
@@ -156,14 +161,15 @@ def yarn_ramp_paper(d, base, original_max_position, beta_fast=32.0, beta_slow=1.
     return np.clip((turns - slow) / (fast - slow), 0.0, 1.0)
 
 
-def yarn(d, base=10000.0, scale=1.0, original_max_position=None, beta_fast=32.0, beta_slow=1.0):
+def yarn(d, base=10000.0, scale=1.0, original_max_position=None, seq_len=None, *, beta_fast=32.0, beta_slow=1.0):
     r"""YaRN: per-pair blend of interpolation and extrapolation, plus an attention temperature.
 
     .. math:: \theta'_i = (1 - \gamma_i)\,\frac{\theta_i}{s} + \gamma_i\,\theta_i, \qquad
               \text{attention factor} = 0.1 \ln s + 1
 
     Peng et al. 2023 (arXiv:2309.00071): §3.2 ("NTK-by-parts") and §3.4 (the temperature); γ from :func:`yarn_ramp`
-    (Hugging Face's ramp over pair indices; see there how it differs from the paper's).
+    (Hugging Face's ramp over pair indices; see there how it differs from the paper's). seq_len is not used
+    (transformers' YaRN is static; Dynamic-YaRN would recompute s from it).
     """
     if original_max_position is None:
         raise TypeError("yarn needs original_max_position (the training context length, an integer)")
@@ -173,7 +179,8 @@ def yarn(d, base=10000.0, scale=1.0, original_max_position=None, beta_fast=32.0,
     return (1.0 - gamma) * theta / s + gamma * theta, yarn_attention_factor(s)
 
 
-def llama3(d, base=500000.0, scale=8.0, original_max_position=8192, low_freq_factor=1.0, high_freq_factor=4.0):
+def llama3(d, base=500000.0, scale=8.0, original_max_position=8192, seq_len=None, *, low_freq_factor=1.0,
+           high_freq_factor=4.0):
     r"""Llama 3.1's frequency bands (Meta 2024, "The Llama 3 Herd of Models", arXiv:2407.21783; the
     formula is in Meta's reference code and transformers' ``_compute_llama3_parameters``).
 
@@ -183,7 +190,8 @@ def llama3(d, base=500000.0, scale=8.0, original_max_position=8192, low_freq_fac
     .. math:: \theta'_i = (1 - \gamma_i)\frac{\theta_i}{s} + \gamma_i\theta_i, \qquad
               \gamma_i = \frac{L_0/\lambda_i - \mathrm{low}}{\mathrm{high} - \mathrm{low}}
 
-    Defaults are Llama 3.1's: base 500000, s = 8, L_0 = 8192, low = 1, high = 4. Attention factor 1.
+    Defaults are Llama 3.1's: base 500000, s = 8, L_0 = 8192, low = 1, high = 4. Attention factor 1;
+    seq_len is not used.
     """
     s = _checks.scale(scale)
     original = _checks.integer("original_max_position", original_max_position, minimum=1)
@@ -208,7 +216,7 @@ def longrope_attention_factor(scale, original_max_position) -> float:
     return 1.0 if s <= 1.0 else math.sqrt(1.0 + math.log(s) / math.log(original))
 
 
-def longrope(d, base=10000.0, scale=1.0, original_max_position=None, seq_len=None, short_factor=None,
+def longrope(d, base=10000.0, scale=1.0, original_max_position=None, seq_len=None, *, short_factor=None,
              long_factor=None):
     r"""LongRoPE: every pair's frequency divided by its own rescale factor, from one of two searched lists.
 
@@ -262,24 +270,6 @@ def base_context_bound(d, base, max_offset=1_000_000) -> int | None:
     return None
 
 
-def _by_name(fn, *needs):
-    """Adapt a method to the common signature (d, base, scale, original_max_position, seq_len)."""
-
-    def call(d, base, scale, original_max_position=None, seq_len=None):
-        extra = {"original_max_position": original_max_position, "seq_len": seq_len}
-        return fn(d, base, scale, **{k: extra[k] for k in needs})
-
-    call.__name__ = fn.__name__
-    call.__doc__ = fn.__doc__
-    return call
-
-
-#: Name -> method with the common signature ``(d, base, scale, original_max_position=None, seq_len=None)``.
-METHODS = {
-    "default": lambda d, base, scale=1.0, original_max_position=None, seq_len=None: default(d, base),
-    "position_interpolation": _by_name(position_interpolation),
-    "ntk_aware": _by_name(ntk_aware),
-    "dynamic_ntk": _by_name(dynamic_ntk, "seq_len", "original_max_position"),
-    "yarn": _by_name(yarn, "original_max_position"),
-    "llama3": _by_name(llama3, "original_max_position"),
-}
+#: Name -> method; every method has the signature ``(d, base, scale, original_max_position, seq_len)``.
+METHODS = {method.__name__: method
+           for method in (default, position_interpolation, ntk_aware, dynamic_ntk, yarn, llama3)}

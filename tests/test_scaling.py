@@ -1,5 +1,6 @@
 """posenc.scaling: the context-extension methods against their definitions and Hugging Face's code."""
 
+import inspect
 import math
 
 import numpy as np
@@ -15,10 +16,10 @@ scales = st.floats(1.0, 64.0)
 
 
 def test_ntk_base_worked_examples():
-    assert posenc.ntk_base(10000, 64, 2) == pytest.approx(10000 * 2 ** (64 / 62), rel=1e-15)
-    assert posenc.ntk_base(10000, 64, 2) == pytest.approx(20452.23, abs=0.01)  # not 20,226
-    assert posenc.ntk_base(10000, 64, 8) == pytest.approx(85550.38, abs=0.01)
-    assert posenc.ntk_base(10000, 128, 2) == pytest.approx(10000 * 2 ** (128 / 126), rel=1e-15)
+    assert posenc.ntk_base(64, 10000, 2) == pytest.approx(10000 * 2 ** (64 / 62), rel=1e-15)
+    assert posenc.ntk_base(64, 10000, 2) == pytest.approx(20452.23, abs=0.01)  # not 20,226
+    assert posenc.ntk_base(64, 10000, 8) == pytest.approx(85550.38, abs=0.01)
+    assert posenc.ntk_base(128, 10000, 2) == pytest.approx(10000 * 2 ** (128 / 126), rel=1e-15)
 
 
 @settings(max_examples=60, deadline=None)
@@ -50,14 +51,14 @@ def hf_dynamic_ntk(d, base, factor, seq_len, original):
 @settings(max_examples=60, deadline=None)
 @given(d=dims, base=bases, s=scales, seq=st.integers(1, 100_000), original=st.integers(16, 8192))
 def test_dynamic_ntk_matches_transformers(d, base, s, seq, original):
-    theta, factor = posenc.dynamic_ntk(d, base, s, seq, original)
+    theta, factor = posenc.dynamic_ntk(d, base, s, original, seq)
     np.testing.assert_allclose(theta, hf_dynamic_ntk(d, base, s, seq, original), rtol=1e-12)
     if seq <= original:
         np.testing.assert_allclose(theta, posenc.rope_frequencies(d, base), rtol=1e-12)
 
 
 def test_dynamic_ntk_with_factor_one_is_ntk_at_the_length_ratio():
-    theta, _ = posenc.dynamic_ntk(64, 10000.0, 1.0, 8192, 2048)
+    theta, _ = posenc.dynamic_ntk(64, 10000.0, 1.0, 2048, 8192)
     np.testing.assert_allclose(theta, posenc.ntk_aware(64, 10000.0, 4.0)[0], rtol=1e-12)
 
 
@@ -110,7 +111,7 @@ def hf_llama3(d, base, factor, original, low_freq_factor, high_freq_factor):
 @settings(max_examples=60, deadline=None)
 @given(d=dims, base=bases, s=scales, original=st.integers(64, 32768), low=st.floats(0.5, 2.0), gap=st.floats(0.5, 8))
 def test_llama3_matches_transformers(d, base, s, original, low, gap):
-    theta, factor = posenc.llama3(d, base, s, original, low, low + gap)
+    theta, factor = posenc.llama3(d, base, s, original, low_freq_factor=low, high_freq_factor=low + gap)
     np.testing.assert_allclose(theta, hf_llama3(d, base, s, original, low, low + gap), rtol=1e-12)
     assert factor == 1.0
 
@@ -123,22 +124,34 @@ def test_llama31_defaults_have_three_bands():
 
 
 def test_methods_share_one_contract():
+    """One signature for every method (and the base helpers' leading arguments), called positionally: what
+    transformers' ROPE_INIT_FUNCTIONS does with (config, device, seq_len)."""
+    common = ["d", "base", "scale", "original_max_position", "seq_len"]
+    for method in (*posenc.METHODS.values(), posenc.longrope):
+        parameters = inspect.signature(method).parameters
+        assert list(parameters)[:5] == common, method.__name__
+        assert all(p.kind is p.KEYWORD_ONLY for p in list(parameters.values())[5:]), method.__name__
+    assert list(inspect.signature(posenc.ntk_base).parameters) == common[:3]
+    assert list(inspect.signature(posenc.dynamic_ntk_base).parameters) == common
     for name, method in posenc.METHODS.items():
-        theta, factor = method(64, 10000.0, 4.0, original_max_position=2048, seq_len=8192)
+        assert name == method.__name__
+        theta, factor = method(64, 10000.0, 4.0, 2048, 8192)
         assert theta.shape == (32,) and theta.dtype == np.float64, name
         assert factor >= 1.0, name
+    np.testing.assert_allclose(posenc.dynamic_ntk(64, 10000.0, 4.0, 2048, 8192)[0],
+                               posenc.rope_frequencies(64, posenc.dynamic_ntk_base(64, 10000.0, 4.0, 2048, 8192)))
 
 
 @pytest.mark.parametrize("call, exc, match", [
-    (lambda: posenc.ntk_base(10000, 64, 0.5), ValueError, r"scale must be >= 1, got 0.5"),
-    (lambda: posenc.ntk_base(1.0, 64, 2), ValueError, r"base must be > 1"),
-    (lambda: posenc.ntk_base(10000, 2, 2), ValueError, r"d must be >= 4"),
+    (lambda: posenc.ntk_base(64, 10000, 0.5), ValueError, r"scale must be >= 1, got 0.5"),
+    (lambda: posenc.ntk_base(64, 1.0, 2), ValueError, r"base must be > 1"),
+    (lambda: posenc.ntk_base(2, 10000, 2), ValueError, r"d must be >= 4"),
     (lambda: posenc.position_interpolation(63, 10000, 2), ValueError, r"d must be a positive even integer"),
     (lambda: posenc.yarn(64, 10000, 2), TypeError, r"yarn needs original_max_position"),
     (lambda: posenc.yarn(64, 10000, 2, 4096, beta_fast=1, beta_slow=32), ValueError, r"beta_fast must be > beta_slow"),
-    (lambda: posenc.dynamic_ntk(64, 10000, 2), TypeError, r"dynamic_ntk needs seq_len"),
-    (lambda: posenc.dynamic_ntk(64, 10000, 2, 0, 4096), ValueError, r"seq_len must be an integer >= 1, got 0"),
-    (lambda: posenc.llama3(64, 10000, 8, 8192, 4, 1), ValueError, r"high_freq_factor must be > low_freq_factor"),
+    (lambda: posenc.dynamic_ntk(64, 10000, 2), TypeError, r"dynamic_ntk needs original_max_position and seq_len"),
+    (lambda: posenc.dynamic_ntk(64, 10000, 2, 4096, 0), ValueError, r"seq_len must be an integer >= 1, got 0"),
+    (lambda: posenc.llama3(64, 10000, 8, 8192, low_freq_factor=4, high_freq_factor=1), ValueError, r"high_freq_factor must be > low_freq_factor"),
     (lambda: posenc.ntk_aware(64, 10000, float("inf")), ValueError, r"scale must be finite"),
 ])
 def test_bad_input(call, exc, match):

@@ -127,19 +127,19 @@ def hf_llama3(cfg, dtype=torch.float64):
 @given(d=dims, base=bases, s=scales, L0=lengths, seq=st.integers(1, 400_000))
 def test_dynamic_ntk_base_is_transformers_formula(d, base, s, L0, seq):
     theta, factor = hf_dynamic_ntk(config(d, base, L0, factor=s), seq)
-    np.testing.assert_allclose(posenc.dynamic_ntk(d, base, s, seq, L0)[0], theta.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(posenc.dynamic_ntk(d, base, s, L0, seq)[0], theta.numpy(), rtol=1e-12)
     expected_base = base * (s * max(seq, L0) / L0 - (s - 1)) ** (d / (d - 2))
-    assert posenc.dynamic_ntk_base(base, d, s, seq, L0) == pytest.approx(expected_base, rel=1e-13)
+    assert posenc.dynamic_ntk_base(d, base, s, L0, seq) == pytest.approx(expected_base, rel=1e-13)
     theta32, _ = hf_dynamic_ntk(config(d, base, L0, factor=s), seq, torch.float32)
-    np.testing.assert_allclose(posenc.dynamic_ntk(d, base, s, seq, L0)[0], theta32.double().numpy(),
-                               rtol=float32_frequency_rtol(posenc.dynamic_ntk_base(base, d, s, seq, L0)))
+    np.testing.assert_allclose(posenc.dynamic_ntk(d, base, s, L0, seq)[0], theta32.double().numpy(),
+                               rtol=float32_frequency_rtol(posenc.dynamic_ntk_base(d, base, s, L0, seq)))
 
 
 @settings(max_examples=80, deadline=None)
 @given(d=dims, base=bases, s=scales, L0=lengths, fast=st.floats(4.0, 64.0), slow=st.floats(0.25, 2.0))
 def test_yarn_is_transformers_yarn_with_truncate(d, base, s, L0, fast, slow):
     cfg = config(d, base, int(L0 * s), factor=s, original_max_position_embeddings=L0, beta_fast=fast, beta_slow=slow)
-    theta, factor = posenc.yarn(d, base, s, L0, fast, slow)
+    theta, factor = posenc.yarn(d, base, s, L0, beta_fast=fast, beta_slow=slow)
     ref, ref_factor = hf_yarn(cfg)
     np.testing.assert_allclose(theta, ref.numpy(), rtol=1e-12)
     assert factor == pytest.approx(ref_factor, rel=1e-15)
@@ -168,7 +168,7 @@ def test_yarn_differs_from_transformers_only_in_options_posenc_does_not_model():
 def test_llama3_is_transformers_llama3(d, base, s, L0, low, gap):
     cfg = config(d, base, L0 * 16, factor=s, low_freq_factor=low, high_freq_factor=low + gap,
                  original_max_position_embeddings=L0)
-    theta, factor = posenc.llama3(d, base, s, L0, low, low + gap)
+    theta, factor = posenc.llama3(d, base, s, L0, low_freq_factor=low, high_freq_factor=low + gap)
     np.testing.assert_allclose(theta, hf_llama3(cfg)[0].numpy(), rtol=1e-12)
     np.testing.assert_allclose(theta, hf_llama3(cfg, torch.float32)[0].double().numpy(),
                                rtol=float32_llama3_rtol(base, s, low, low + gap))
@@ -284,7 +284,7 @@ def hf_longrope_loop(d, base, L0, seq_len, short_factor, long_factor, factor=Non
 def test_longrope_is_transformers_longrope(d, base, s, L0, seq, data):
     factor_lists = st.lists(st.floats(0.5, 64.0), min_size=d // 2, max_size=d // 2)
     short, long = data.draw(factor_lists), data.draw(factor_lists)
-    theta, factor = posenc.longrope(d, base, s, L0, seq, short, long)
+    theta, factor = posenc.longrope(d, base, s, L0, seq, short_factor=short, long_factor=long)
     ref, ref_factor = hf_longrope_loop(d, base, L0, seq, short, long, factor=s)
     np.testing.assert_allclose(theta, ref, rtol=1e-12)
     assert factor == pytest.approx(ref_factor, rel=1e-14)
@@ -300,7 +300,7 @@ def test_longrope_switches_lists_at_the_original_length():
     short, long = np.linspace(1.0, 1.5, d // 2), np.linspace(1.0, 40.0, d // 2)
     theta = posenc.rope_frequencies(d, 10000.0)
     for seq, chosen in ((None, short), (1, short), (L0, short), (L0 + 1, long), (131072, long)):
-        new, factor = posenc.longrope(d, 10000.0, 32.0, L0, seq, short, long)
+        new, factor = posenc.longrope(d, 10000.0, 32.0, L0, seq, short_factor=short, long_factor=long)
         np.testing.assert_allclose(new, theta / chosen, rtol=1e-15)
         assert factor == pytest.approx(math.sqrt(1 + math.log(32) / math.log(4096)), rel=1e-15)
     _, f = hf_longrope_loop(d, 10000.0, L0, 5000, short, long, factor=None, max_position=131072)
@@ -309,10 +309,10 @@ def test_longrope_switches_lists_at_the_original_length():
 
 
 @pytest.mark.parametrize("call, exc, match", [
-    (lambda: posenc.longrope(8, 1e4, 2.0, 4096, 10, [1, 1, 1], [1, 1, 1, 1]), ValueError, r"short_factor must hold d/2 = 4"),
-    (lambda: posenc.longrope(8, 1e4, 2.0, 4096, 10, [1, 1, 1, 1], [1, 0, 1, 1]), ValueError, r"long_factor must be > 0"),
-    (lambda: posenc.longrope(8, 1e4, 2.0, None, 10, [1] * 4, [1] * 4), TypeError, r"needs original_max_position"),
-    (lambda: posenc.longrope(8, 1e4, 0.5, 4096, 10, [1] * 4, [1] * 4), ValueError, r"scale must be >= 1"),
+    (lambda: posenc.longrope(8, 1e4, 2.0, 4096, 10, short_factor=[1, 1, 1], long_factor=[1, 1, 1, 1]), ValueError, r"short_factor must hold d/2 = 4"),
+    (lambda: posenc.longrope(8, 1e4, 2.0, 4096, 10, short_factor=[1, 1, 1, 1], long_factor=[1, 0, 1, 1]), ValueError, r"long_factor must be > 0"),
+    (lambda: posenc.longrope(8, 1e4, 2.0, None, 10, short_factor=[1] * 4, long_factor=[1] * 4), TypeError, r"needs original_max_position"),
+    (lambda: posenc.longrope(8, 1e4, 0.5, 4096, 10, short_factor=[1] * 4, long_factor=[1] * 4), ValueError, r"scale must be >= 1"),
 ])
 def test_longrope_bad_input(call, exc, match):
     with pytest.raises(exc, match=match):
