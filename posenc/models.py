@@ -32,7 +32,7 @@ from torch.nn import functional as F
 from . import _checks
 from .alibi import alibi_bias
 from .learned import LearnedPositionalEmbedding
-from .relative import RelativePositionBias
+from .relative_torch import RelativePositionBias
 from .rope import apply_rope, rope_frequencies
 from .sinusoidal import sinusoidal
 

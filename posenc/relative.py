@@ -207,11 +207,3 @@ def shaw_attention(x, w_q, w_k, w_v, table_k, table_v, max_relative_position) ->
     output = weights @ values + per_row @ tables["table_v"]  # (L, d_z)
     return {"logits": logits, "weights": weights, "output": output}
 
-
-def __getattr__(name):
-    # The torch module lives in relative_torch so that the numpy formulas import without torch.
-    if name == "RelativePositionBias":
-        from .relative_torch import RelativePositionBias
-
-        return RelativePositionBias
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

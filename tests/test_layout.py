@@ -1,11 +1,13 @@
-"""The rooms of the grading code (ARCHITECTURE.md): autograder's modules import each other without a cycle, counting
-the imports inside functions too (so none can hide one); the student's kernel imports only the modules the
-sandbox mounts; the installed package imports no test data."""
+"""The rooms of the code (ARCHITECTURE.md): the modules of autograder, posenc and arena import each other without a
+cycle, counting the imports inside functions and module ``__getattr__`` hooks too (so none can hide one); the
+student's kernel imports only the modules the sandbox mounts; the installed package imports no test data."""
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
+
+import pytest
 
 import synthetic
 from autograder import bench
@@ -20,12 +22,13 @@ def _module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-MODULES = {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py")) if p.name != "nbgrader_config.py"}
+def _modules(package: str) -> dict[str, Path]:
+    return {_module_name(p): p for p in sorted((ROOT / package).rglob("*.py")) if p.name != "nbgrader_config.py"}
 
 
-def _imports(name: str) -> set[str]:
-    """The autograder modules ``name`` imports anywhere in its source (module level or inside functions)."""
-    path = MODULES[name]
+def _imports(name: str, modules: dict[str, Path]) -> set[str]:
+    """The modules of ``modules`` that ``name`` imports anywhere in its source (module level or inside functions)."""
+    path = modules[name]
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found = set()
     for node in ast.walk(ast.parse(path.read_text())):
@@ -35,18 +38,27 @@ def _imports(name: str) -> set[str]:
             base = package.split(".")[: len(package.split(".")) - node.level + 1] if node.level else []
             module = ".".join(base + ([node.module] if node.module else []))
             # `from . import checks` imports a submodule; `from .course import ROOT` the module itself
-            targets = [f"{module}.{alias.name}" if f"{module}.{alias.name}" in MODULES else module
+            targets = [f"{module}.{alias.name}" if f"{module}.{alias.name}" in modules else module
                        for alias in node.names]
         else:
             continue
-        found |= {t for t in targets if t in MODULES and t != name}
+        found |= {t for t in targets if t in modules and t != name}
     return found
 
 
-GRAPH = {name: _imports(name) for name in MODULES}
+def _graph(package: str) -> dict[str, set[str]]:
+    modules = _modules(package)
+    return {name: _imports(name, modules) for name in modules}
 
 
-def test_autograder_has_no_import_cycle():
+MODULES = _modules("autograder")
+GRAPH = _graph("autograder")
+
+
+@pytest.mark.parametrize("package", ["autograder", "posenc", "arena"])
+def test_no_import_cycle(package):
+    # (a module may use its package's namespace, e.g. posenc.explorer's `import posenc`: not a cycle of modules)
+    graph = {name: targets - {package} for name, targets in _graph(package).items()}
     done, path = set(), []
 
     def visit(name):
@@ -55,13 +67,20 @@ def test_autograder_has_no_import_cycle():
         if name in done:
             return
         path.append(name)
-        for target in sorted(GRAPH[name]):
+        for target in sorted(graph[name]):
             visit(target)
         path.pop()
         done.add(name)
 
-    for name in GRAPH:
+    for name in graph:
         visit(name)
+
+
+def test_posenc_loads_torch_lazily_in_one_place():
+    """Only posenc/__init__'s _LAZY table defers an import through a module __getattr__."""
+    hooks = [name for name, path in _modules("posenc").items()
+             if any(isinstance(n, ast.FunctionDef) and n.name == "__getattr__" for n in ast.parse(path.read_text()).body)]
+    assert hooks == ["posenc"]
 
 
 def test_the_kernel_imports_only_what_the_sandbox_mounts():
