@@ -7,12 +7,15 @@ Every number in the course book is computed here.
 import importlib
 from pathlib import Path as _Path
 
-# The extrapolation arena's published results (the arena package writes them; chapters 8 and 9 read
-# them). Reading them needs neither torch nor the arena.
+# The extrapolation arena's published results (the arena package writes them; chapters 5, 8 and 9 read
+# them): book/data/arena.json in the repository, or the copy inside the package that an installed wheel
+# carries (book/_ext/downloads.py builds it). Reading them needs neither torch nor the arena.
 ARENA_RESULTS = _Path(__file__).resolve().parent.parent / "book" / "data" / "arena.json"
+if not ARENA_RESULTS.is_file():
+    ARENA_RESULTS = _Path(__file__).resolve().parent / "data" / "arena.json"
 
 from .alibi import alibi_bias, alibi_slopes, alibi_weight_within
-from .attention import attention, causal_mask, permutation_matrix, softmax
+from .attention import attention, causal_mask, permutation_matrix, positions_from_mask, softmax
 from .relative import (
     relative_bias,
     relative_positions,
@@ -54,7 +57,6 @@ from .sinusoidal import frequencies, shift_matrix, sinusoidal, sinusoidal_dot, w
 _LAZY = {
     "LearnedPositionalEmbedding": "learned",
     "learned_parameter_count": "learned",
-    "positions_from_mask": "learned",
     "RelativePositionBias": "relative_torch",
 }
 
@@ -70,7 +72,7 @@ def __getattr__(name):
 __all__ = [
     "ARENA_RESULTS",
     "frequencies", "wavelengths", "sinusoidal", "shift_matrix", "sinusoidal_dot",
-    "LearnedPositionalEmbedding", "learned_parameter_count", "positions_from_mask",
+    "LearnedPositionalEmbedding", "learned_parameter_count",
     "relative_positions", "shaw_relative_ids", "shaw_attention", "t5_bucket", "relative_bias",
     "RelativePositionBias",
     "transformer_xl_terms",
@@ -80,5 +82,5 @@ __all__ = [
     "position_interpolation", "ntk_base", "ntk_aware", "dynamic_ntk_base", "dynamic_ntk", "yarn",
     "yarn_attention_factor", "yarn_correction_range", "yarn_ramp", "yarn_ramp_paper", "llama3", "longrope",
     "longrope_attention_factor", "base_context_bound", "METHODS",
-    "softmax", "causal_mask", "attention", "permutation_matrix",
+    "softmax", "causal_mask", "positions_from_mask", "attention", "permutation_matrix",
 ]

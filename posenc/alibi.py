@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _checks
+from . import _validate
 
 
 def alibi_slopes(n_heads) -> np.ndarray:
@@ -24,7 +24,7 @@ def alibi_slopes(n_heads) -> np.ndarray:
 
     Args: n_heads: integer >= 1. Returns: float64 ``(n_heads,)``.
     """
-    n = _checks.integer("n_heads", n_heads, minimum=1)
+    n = _validate.integer("n_heads", n_heads, minimum=1)
     closest = 1 << (n.bit_length() - 1)  # largest power of two <= n
 
     def power_of_two(count):
@@ -48,15 +48,15 @@ def alibi_bias(n_heads, q_len, k_len=None, causal=True, slopes=None) -> np.ndarr
     causal: bool. slopes: optional ``(n_heads,)`` override (e.g. 0 to switch position off).
     Returns: float64 ``(n_heads, q_len, k_len)``.
     """
-    n = _checks.integer("n_heads", n_heads, minimum=1)
-    q_len = _checks.integer("q_len", q_len, minimum=1)
-    k_len = q_len if k_len is None else _checks.integer("k_len", k_len, minimum=q_len)
+    n = _validate.integer("n_heads", n_heads, minimum=1)
+    q_len = _validate.integer("q_len", q_len, minimum=1)
+    k_len = q_len if k_len is None else _validate.integer("k_len", k_len, minimum=q_len)
     if not isinstance(causal, (bool, np.bool_)):
         raise TypeError(f"causal must be True or False, got {causal!r}")
     if slopes is None:
         m = alibi_slopes(n)
     else:
-        m = _checks.finite_array("slopes", slopes)
+        m = _validate.finite_array("slopes", slopes)
         if m.shape != (n,):
             raise ValueError(f"slopes must have shape ({n},) (one per head), got {m.shape}")
     i = np.arange(q_len)[:, None] + (k_len - q_len)  # absolute position of each query
@@ -86,9 +86,9 @@ def alibi_weight_within(slopes, length, distance) -> np.ndarray:
     wrong sign). length: integer L >= 1. distance: a scalar or 1-D sequence of integers in 0..L-1.
     Returns: float64 ``(n_slopes, n_distances)``.
     """
-    m = _checks.positions("slopes", slopes)  # (n_slopes,)
-    length = _checks.integer("length", length, minimum=1)
-    d = _checks.positions("distance", distance, integer_only=True, non_negative=True)  # (n_distances,)
+    m = _validate.positions("slopes", slopes)  # (n_slopes,)
+    length = _validate.integer("length", length, minimum=1)
+    d = _validate.positions("distance", distance, integer_only=True, non_negative=True)  # (n_distances,)
     if (d > length - 1).any():
         raise ValueError(f"distance must be at most length - 1 = {length - 1}, got {d[d > length - 1][:3].tolist()}")
     m = m[:, None]  # (n_slopes, 1)

@@ -6,16 +6,15 @@ Used by BERT (Devlin et al. 2019, arXiv:1810.04805) and GPT-2; Vaswani et al. 20
 
 from __future__ import annotations
 
-import numpy as np
 import torch
 from torch import nn
 
-from . import _checks
+from . import _validate
 
 
 def learned_parameter_count(max_len, d) -> int:
     r"""Number of trainable parameters of a learned position table: :math:`\mathrm{max\_len} \times d`."""
-    return _checks.integer("max_len", max_len, minimum=1) * _checks.integer("d", d, minimum=1)
+    return _validate.integer("max_len", max_len, minimum=1) * _validate.integer("d", d, minimum=1)
 
 
 class LearnedPositionalEmbedding(nn.Module):
@@ -31,13 +30,13 @@ class LearnedPositionalEmbedding(nn.Module):
 
     def __init__(self, max_len, d):
         super().__init__()
-        self.max_len = _checks.integer("max_len", max_len, minimum=1)
-        self.d = _checks.integer("d", d, minimum=1)
+        self.max_len = _validate.integer("max_len", max_len, minimum=1)
+        self.d = _validate.integer("d", d, minimum=1)
         self.weight = nn.Parameter(torch.randn(self.max_len, self.d) * 0.02)  # initializer_range of BERT in transformers
 
     def rows(self, positions) -> torch.Tensor:
         """The embedding rows for integer positions, shape ``(len(positions), d)``."""
-        p = _checks.positions("positions", positions, integer_only=True, non_negative=True)
+        p = _validate.positions("positions", positions, integer_only=True, non_negative=True)
         if p.size and p.max() >= self.max_len:
             raise ValueError(
                 f"position {int(p.max())} is beyond this learned table: max_len={self.max_len} covers positions "
@@ -57,29 +56,3 @@ class LearnedPositionalEmbedding(nn.Module):
         if rows.shape[0] != seq:
             raise ValueError(f"positions must have one entry per token ({seq}), got {rows.shape[0]}")
         return x + rows.to(x.dtype)
-
-
-def positions_from_mask(mask) -> np.ndarray:
-    r"""Position ids of the real tokens of a padded sequence: each real token's count of real tokens before it.
-
-    .. math:: p_t = \Big(\sum_{s \le t} m_s\Big) - 1 \quad \text{if } m_t = 1, \qquad p_t = 0 \quad \text{if } m_t = 0
-
-    With left padding the first real token then reads row 0 of a learned table, as it would without padding;
-    ``range(seq)`` would give it row (number of pads) instead. The cumulative-sum rule is how Hugging Face
-    transformers builds GPT-2's position ids from the attention mask (Wolf et al. 2020, arXiv:1910.03771);
-    the value given to padding slots does not matter because they are masked (0 here, so it is always a
-    valid row).
-
-    Args: mask: 0/1 (or boolean) array, 1 for a real token, 0 for padding, shape ``(seq,)`` or ``(batch, seq)``.
-    Returns: int64 array of the same shape.
-    """
-    if isinstance(mask, (str, bytes)):
-        raise TypeError(f"mask must be an array of 0/1 values, got the text {mask!r}")
-    m = _checks.finite_array("mask", mask)
-    if m.ndim not in (1, 2):
-        raise ValueError(f"mask must have shape (seq,) or (batch, seq), got shape {m.shape}")
-    if not np.isin(m, (0.0, 1.0)).all():
-        raise ValueError(f"mask must hold only 0 (padding) and 1 (real token), got values such as "
-                         f"{np.unique(m[~np.isin(m, (0.0, 1.0))])[:3].tolist()}")
-    real = m.astype(np.int64)
-    return np.where(real == 1, np.cumsum(real, axis=-1) - 1, 0)  # (..., seq)

@@ -21,7 +21,6 @@ model (``TinyDecoder(ModelConfig(...))``, nanoGPT's ``GPT(GPTConfig(...))`` patt
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,7 +28,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from . import _checks
+from . import _validate
 from .alibi import alibi_bias
 from .learned import LearnedPositionalEmbedding
 from .relative_torch import RelativePositionBias
@@ -61,14 +60,14 @@ class ModelConfig:
     t5_max_distance: int = 128
 
     def __post_init__(self):
-        _checks.choice("scheme", self.scheme, SCHEMES)
-        _checks.integer("vocab_size", self.vocab_size, minimum=2)
-        _checks.integer("d_model", self.d_model, minimum=2)
-        _checks.integer("n_heads", self.n_heads, minimum=1)
-        _checks.integer("n_layers", self.n_layers, minimum=1)
-        _checks.integer("max_len", self.max_len, minimum=1)
-        _checks.base(self.sinusoidal_base)
-        _checks.base(self.rope_base)
+        _validate.choice("scheme", self.scheme, SCHEMES)
+        _validate.integer("vocab_size", self.vocab_size, minimum=2)
+        _validate.integer("d_model", self.d_model, minimum=2)
+        _validate.integer("n_heads", self.n_heads, minimum=1)
+        _validate.integer("n_layers", self.n_layers, minimum=1)
+        _validate.integer("max_len", self.max_len, minimum=1)
+        _validate.base(self.sinusoidal_base)
+        _validate.base(self.rope_base)
         if self.d_model % self.n_heads or (self.d_model // self.n_heads) % 2:
             raise ValueError(f"d_model / n_heads must be an even integer, got d_model={self.d_model}, "
                              f"n_heads={self.n_heads}")
@@ -130,10 +129,10 @@ class TinyDecoder(nn.Module):
 
     def set_rope(self, frequencies, attention_factor=1.0):
         """Replace RoPE's per-pair frequencies and attention factor (a method of posenc.scaling's output)."""
-        theta = _checks.finite_array("frequencies", frequencies)
+        theta = _validate.finite_array("frequencies", frequencies)
         if theta.shape != (self.d_model // self.n_heads // 2,):
             raise ValueError(f"frequencies must have shape ({self.d_model // self.n_heads // 2},), got {theta.shape}")
-        self.rope_frequencies, self.rope_factor = theta, _checks.real("attention_factor", attention_factor, greater_than=0)
+        self.rope_frequencies, self.rope_factor = theta, _validate.real("attention_factor", attention_factor, greater_than=0)
 
     def _bias(self, seq, device):
         """Additive logits bias (H, L, L) with -inf above the diagonal, or None: only the causal mask."""
@@ -167,6 +166,3 @@ def lm_loss(model, tokens):
 def parameter_count(model) -> int:
     return sum(p.numel() for p in model.parameters())
 
-
-def perplexity(loss_nats: float) -> float:
-    return math.exp(loss_nats)

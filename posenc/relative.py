@@ -10,15 +10,15 @@ import math
 
 import numpy as np
 
-from . import _checks
+from . import _validate
 from .attention import softmax
 from .sinusoidal import sinusoidal
 
 
 def relative_positions(q_len, k_len) -> np.ndarray:
     r"""The grid of offsets :math:`j - i`, shape ``(q_len, k_len)`` (int64). Queries and keys both start at 0."""
-    q_len = _checks.integer("q_len", q_len, minimum=1)
-    k_len = _checks.integer("k_len", k_len, minimum=1)
+    q_len = _validate.integer("q_len", q_len, minimum=1)
+    k_len = _validate.integer("k_len", k_len, minimum=1)
     return np.arange(k_len, dtype=np.int64)[None, :] - np.arange(q_len, dtype=np.int64)[:, None]
 
 
@@ -33,7 +33,7 @@ def shaw_relative_ids(q_len, k_len, max_relative_position) -> np.ndarray:
     Args: q_len, k_len: positive integers. max_relative_position: the clipping distance k >= 0.
     Returns: int64 array ``(q_len, k_len)``.
     """
-    k = _checks.integer("max_relative_position", max_relative_position, minimum=0)
+    k = _validate.integer("max_relative_position", max_relative_position, minimum=0)
     return np.clip(relative_positions(q_len, k_len), -k, k) + k
 
 
@@ -63,10 +63,10 @@ def t5_bucket(relative_position, bidirectional=True, num_buckets=32, max_distanc
     rel = rel.astype(np.int64)
     if not isinstance(bidirectional, (bool, np.bool_)):
         raise TypeError(f"bidirectional must be True or False, got {bidirectional!r}")
-    num_buckets = _checks.integer("num_buckets", num_buckets, minimum=4 if bidirectional else 2)
+    num_buckets = _validate.integer("num_buckets", num_buckets, minimum=4 if bidirectional else 2)
     if num_buckets % 2:
         raise ValueError(f"num_buckets must be even, got {num_buckets}")
-    max_distance = _checks.integer("max_distance", max_distance, minimum=1)
+    max_distance = _validate.integer("max_distance", max_distance, minimum=1)
 
     buckets = np.zeros_like(rel)
     if bidirectional:
@@ -94,7 +94,7 @@ def relative_bias(table, buckets) -> np.ndarray:
     Args: table: ``(num_buckets, heads)`` learned scalars, as in T5. buckets: integer ``(q_len, k_len)``.
     Returns: float64 ``(heads, q_len, k_len)``, the bias added to the attention logits (Raffel et al. 2020).
     """
-    table = _checks.finite_array("table", table)
+    table = _validate.finite_array("table", table)
     if table.ndim != 2:
         raise ValueError(f"table must have shape (num_buckets, heads), got {table.shape}")
     b = np.asarray(buckets)
@@ -107,13 +107,13 @@ def relative_bias(table, buckets) -> np.ndarray:
 
 def _inputs_and_projections(x, weights: dict, rows: str):
     """Check x ``(L, d_model)`` and projection matrices ``(rows, d_model)`` that share their number of rows."""
-    x = _checks.finite_array("x", x)
+    x = _validate.finite_array("x", x)
     if x.ndim != 2:
         raise ValueError(f"x must have shape (L, d_model), got {x.shape}")
     d_model = x.shape[1]
     mats = {}
     for name, w in weights.items():
-        w = _checks.finite_array(name, w)
+        w = _validate.finite_array(name, w)
         if w.ndim != 2 or w.shape[1] != d_model:
             raise ValueError(f"{name} must have shape ({rows}, {d_model}), got {w.shape}")
         mats[name] = w
@@ -143,7 +143,7 @@ def transformer_xl_terms(x, w_q, w_ke, w_kr, u, v, base=10000.0) -> dict:
     d_head = mats["w_q"].shape[0]
     vecs = {}
     for name, vec in (("u", u), ("v", v)):
-        vec = _checks.finite_array(name, vec)
+        vec = _validate.finite_array(name, vec)
         if vec.shape != (d_head,):
             raise ValueError(f"{name} must have shape ({d_head},), got {vec.shape}")
         vecs[name] = vec
@@ -184,11 +184,11 @@ def shaw_attention(x, w_q, w_k, w_v, table_k, table_v, max_relative_position) ->
     """
     x, mats = _inputs_and_projections(x, {"w_q": w_q, "w_k": w_k, "w_v": w_v}, "d_z")
     seq, d_model = x.shape
-    k = _checks.integer("max_relative_position", max_relative_position, minimum=0)
+    k = _validate.integer("max_relative_position", max_relative_position, minimum=0)
     d_z = mats["w_q"].shape[0]
     tables = {}
     for name, t in (("table_k", table_k), ("table_v", table_v)):
-        t = _checks.finite_array(name, t)
+        t = _validate.finite_array(name, t)
         if t.shape != (2 * k + 1, d_z):
             raise ValueError(f"{name} must have shape (2k + 1, d_z) = ({2 * k + 1}, {d_z}) for "
                              f"max_relative_position k = {k}, got {t.shape}")

@@ -9,7 +9,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from . import _checks
+from . import _validate
 from .relative import relative_positions, t5_bucket
 
 
@@ -23,14 +23,14 @@ class RelativePositionBias(nn.Module):
 
     def __init__(self, n_heads, num_buckets=32, max_distance=128, bidirectional=True):
         super().__init__()
-        self.n_heads = _checks.integer("n_heads", n_heads, minimum=1)
+        self.n_heads = _validate.integer("n_heads", n_heads, minimum=1)
         t5_bucket(np.zeros(1, dtype=np.int64), bidirectional, num_buckets, max_distance)  # validates settings
         self.num_buckets, self.max_distance, self.bidirectional = int(num_buckets), int(max_distance), bidirectional
         self.table = nn.Embedding(self.num_buckets, self.n_heads)
 
     def buckets(self, q_len, k_len) -> np.ndarray:
-        q_len = _checks.integer("q_len", q_len, minimum=1)
-        k_len = _checks.integer("k_len", k_len, minimum=q_len)
+        q_len = _validate.integer("q_len", q_len, minimum=1)
+        k_len = _validate.integer("k_len", k_len, minimum=q_len)
         rel = relative_positions(q_len, k_len) - (k_len - q_len)  # queries sit at the end of the keys
         return t5_bucket(rel, self.bidirectional, self.num_buckets, self.max_distance)
 

@@ -22,7 +22,7 @@ import sys
 
 import numpy as np
 
-from . import _checks
+from . import _validate
 from .sinusoidal import frequencies as _sinusoidal_frequencies
 
 LAYOUTS = ("interleaved", "half")
@@ -40,7 +40,7 @@ def rope_frequencies(d, base=10000.0) -> np.ndarray:
 def _frequencies_for(rotary_dim, base, frequencies) -> np.ndarray:
     if frequencies is None:
         return rope_frequencies(rotary_dim, base)
-    theta = _checks.finite_array("frequencies", frequencies)
+    theta = _validate.finite_array("frequencies", frequencies)
     if theta.shape != (rotary_dim // 2,):
         raise ValueError(f"frequencies must have shape ({rotary_dim // 2},) (one per rotated pair), got {theta.shape}")
     return theta
@@ -53,14 +53,14 @@ def rope_angles(positions, d, base=10000.0, frequencies=None) -> np.ndarray:
     :math:`\theta_i` for the context-extension methods of :mod:`posenc.scaling`.
     Computed in float64: in float32 the angle of a far position loses its low digits.
     """
-    d = _checks.even_dim("d", d)
-    p = _checks.positions("positions", positions)
+    d = _validate.even_dim("d", d)
+    p = _validate.positions("positions", positions)
     return p[:, None] * _frequencies_for(d, base, frequencies)[None, :]
 
 
 def _pair_index(layout, rotary_dim):
     """Indices of the first and second member of every pair, for the given layout."""
-    _checks.choice("layout", layout, LAYOUTS)
+    _validate.choice("layout", layout, LAYOUTS)
     h = rotary_dim // 2
     if layout == "interleaved":
         return slice(0, rotary_dim, 2), slice(1, rotary_dim, 2)
@@ -75,9 +75,9 @@ def layout_permutation(d, source="half", target="interleaved") -> np.ndarray:
     to the rows of :math:`W_q` and :math:`W_k` (in the other direction); skipping it silently breaks a model.
     Returns int64 ``(d,)``.
     """
-    d = _checks.even_dim("d", d)
-    _checks.choice("source", source, LAYOUTS)
-    _checks.choice("target", target, LAYOUTS)
+    d = _validate.even_dim("d", d)
+    _validate.choice("source", source, LAYOUTS)
+    _validate.choice("target", target, LAYOUTS)
     half_to_interleaved = np.stack([np.arange(d // 2), np.arange(d // 2) + d // 2], axis=1).reshape(-1)
     if source == target:
         return np.arange(d)
@@ -87,7 +87,7 @@ def layout_permutation(d, source="half", target="interleaved") -> np.ndarray:
 def _rotary_dim(d, rotary_dim) -> int:
     if rotary_dim is None:
         return d
-    rd = _checks.even_dim("rotary_dim", rotary_dim)
+    rd = _validate.even_dim("rotary_dim", rotary_dim)
     if rd > d:
         raise ValueError(f"rotary_dim must be <= the last dimension d={d}, got {rd}")
     return rd
@@ -103,9 +103,9 @@ def rope_matrix(position, d, base=10000.0, layout="interleaved", rotary_dim=None
     In the half layout the same 2×2 blocks act on dimensions (i, i + d/2). Dimensions past ``rotary_dim``
     are left alone (identity). Orthogonal; :math:`R_m^\top R_n = R_{n-m}`.
     """
-    d = _checks.even_dim("d", d)
+    d = _validate.even_dim("d", d)
     rd = _rotary_dim(d, rotary_dim)
-    m = _checks.real("position", position)
+    m = _validate.real("position", position)
     angles = m * _frequencies_for(rd, base, frequencies)  # (rd/2,)
     c, s = np.cos(angles), np.sin(angles)
     first, second = _pair_index(layout, rd)
@@ -126,7 +126,7 @@ def _rotate(x, cos, sin, layout, rotary_dim):
     return out
 
 
-def apply_rope(x, positions, base=10000.0, layout="interleaved", rotary_dim=None, frequencies=None,
+def apply_rope(x, positions, base=10000.0, *, layout="interleaved", rotary_dim=None, frequencies=None,
                attention_factor=1.0):
     r"""Rotate every vector of ``x`` by its position: :math:`x_m \mapsto R_m x_m`.
 
@@ -158,20 +158,20 @@ def apply_rope(x, positions, base=10000.0, layout="interleaved", rotary_dim=None
         if not torch.isfinite(x.sum()) and not torch.isfinite(x).all():
             raise ValueError("x must contain only finite values (no NaN or inf)")
     else:
-        x = _checks.finite_array("x", x)
+        x = _validate.finite_array("x", x)
     if x.ndim < 2:
         raise ValueError(f"x must have shape (..., seq, d), got shape {tuple(x.shape)}")
     seq, d = x.shape[-2], x.shape[-1]
-    d = _checks.even_dim("the last dimension of x (d)", d)
+    d = _validate.even_dim("the last dimension of x (d)", d)
     rd = _rotary_dim(d, rotary_dim)
-    factor = _checks.real("attention_factor", attention_factor, greater_than=0.0)
+    factor = _validate.real("attention_factor", attention_factor, greater_than=0.0)
     angles = rope_angles(positions, rd, base, frequencies)  # (seq, rd/2), float64
     if angles.shape[0] != seq:
         raise ValueError(f"positions must have one entry per row of x ({seq}), got {angles.shape[0]}")
     cos, sin = factor * np.cos(angles), factor * np.sin(angles)
     if not is_torch:
         return _rotate(x, cos, sin, layout, rd)
-    _checks.choice("layout", layout, LAYOUTS)
+    _validate.choice("layout", layout, LAYOUTS)
     from .rope_torch import RotaryFunction
 
     cos_t = torch.as_tensor(cos, dtype=x.dtype, device=x.device)
@@ -186,10 +186,10 @@ def apply_rope_complex(x, positions, base=10000.0, frequencies=None) -> np.ndarr
     The same result as ``apply_rope(x, positions, base, layout="interleaved")``, computed another way.
     numpy only; x ``(..., seq, d)``; returns float64 of the same shape.
     """
-    x = _checks.finite_array("x", x)
+    x = _validate.finite_array("x", x)
     if x.ndim < 2:
         raise ValueError(f"x must have shape (..., seq, d), got shape {x.shape}")
-    d = _checks.even_dim("the last dimension of x (d)", x.shape[-1])
+    d = _validate.even_dim("the last dimension of x (d)", x.shape[-1])
     angles = rope_angles(positions, d, base, frequencies)  # (seq, d/2)
     if angles.shape[0] != x.shape[-2]:
         raise ValueError(f"positions must have one entry per row of x ({x.shape[-2]}), got {angles.shape[0]}")
@@ -209,7 +209,7 @@ def rope_score_bound(offsets, d, base=10000.0) -> np.ndarray:
     :math:`|q^\top R_r k| \le \max_i |h_{i+1} - h_i| \sum_j |S_j|`; the sum decays (with oscillations) as the
     offset r grows. Returns float64 of the shape of ``offsets``.
     """
-    r = _checks.finite_array("offsets", offsets)
+    r = _validate.finite_array("offsets", offsets)
     theta = rope_frequencies(d, base)
     partial = np.cumsum(np.exp(1j * r[..., None] * theta), axis=-1)  # (..., d/2): S_1..S_{d/2}
     return np.abs(partial).mean(axis=-1)

@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 
-from . import _checks
+from . import _validate
 from .rope import rope_frequencies
 
 
@@ -33,7 +33,7 @@ def position_interpolation(d, base=10000.0, scale=1.0, original_max_position=Non
     what was seen in training; nearby positions get harder to tell apart (fine-tuning recovers it).
     original_max_position and seq_len are not used.
     """
-    s = _checks.scale(scale)
+    s = _validate.scale(scale)
     theta, factor = default(d, base)
     return theta / s, factor
 
@@ -45,11 +45,11 @@ def ntk_base(d, base, scale) -> float:
     (arXiv:2309.00071, §3.1). The exponent is chosen so that the slowest pair, :math:`i = d/2 - 1`, is
     slowed by exactly s while pair 0 is untouched.
     """
-    b = _checks.base(base)
-    d = _checks.even_dim("d", d)
+    b = _validate.base(base)
+    d = _validate.even_dim("d", d)
     if d < 4:
         raise ValueError(f"d must be >= 4 for the NTK-aware base (the exponent d/(d-2) needs d > 2), got {d}")
-    return b * _checks.scale(scale) ** (d / (d - 2))
+    return b * _validate.scale(scale) ** (d / (d - 2))
 
 
 def ntk_aware(d, base=10000.0, scale=1.0, original_max_position=None, seq_len=None):
@@ -70,11 +70,11 @@ def dynamic_ntk_base(d, base, scale, original_max_position, seq_len) -> float:
     arXiv:2309.00071, §3.3) uses the factor max(1, L/L_0) in place of the bracket; the two agree when s = 1,
     and transformers (``_compute_dynamic_ntk_parameters``) uses the bracket, which is what runs in practice.
     """
-    b = _checks.base(base)
-    d = _checks.even_dim("d", d)
-    s = _checks.scale(scale)
-    length = _checks.integer("seq_len", seq_len, minimum=1)
-    original = _checks.integer("original_max_position", original_max_position, minimum=1)
+    b = _validate.base(base)
+    d = _validate.even_dim("d", d)
+    s = _validate.scale(scale)
+    length = _validate.integer("seq_len", seq_len, minimum=1)
+    original = _validate.integer("original_max_position", original_max_position, minimum=1)
     length = max(length, original)
     return b * (s * length / original - (s - 1)) ** (d / (d - 2))
 
@@ -94,17 +94,17 @@ def yarn_attention_factor(scale) -> float:
     r"""YaRN's attention factor :math:`0.1 \ln s + 1` (1 for s <= 1), applied to both q and k, so the logits
     are multiplied by its square, i.e. divided by the temperature t with :math:`\sqrt{1/t} = 0.1\ln s + 1`
     (Peng et al. 2023, arXiv:2309.00071, §3.4)."""
-    s = _checks.scale(scale)
+    s = _validate.scale(scale)
     return 0.1 * math.log(s) + 1.0
 
 
 def _yarn_arguments(d, base, original_max_position, beta_fast, beta_slow):
     """Checked (d, base, L_0, beta_fast, beta_slow) for the YaRN ramp functions."""
-    d = _checks.even_dim("d", d)
-    b = _checks.base(base)
-    original = _checks.integer("original_max_position", original_max_position, minimum=1)
-    fast = _checks.real("beta_fast", beta_fast, greater_than=0.0)
-    slow = _checks.real("beta_slow", beta_slow, greater_than=0.0)
+    d = _validate.even_dim("d", d)
+    b = _validate.base(base)
+    original = _validate.integer("original_max_position", original_max_position, minimum=1)
+    fast = _validate.real("beta_fast", beta_fast, greater_than=0.0)
+    slow = _validate.real("beta_slow", beta_slow, greater_than=0.0)
     if not fast > slow:
         raise ValueError(f"beta_fast must be > beta_slow (turns of the fast boundary), got {fast:g} <= {slow:g}")
     return d, b, original, fast, slow
@@ -173,7 +173,7 @@ def yarn(d, base=10000.0, scale=1.0, original_max_position=None, seq_len=None, *
     """
     if original_max_position is None:
         raise TypeError("yarn needs original_max_position (the training context length, an integer)")
-    s = _checks.scale(scale)
+    s = _validate.scale(scale)
     theta = rope_frequencies(d, base)
     gamma = yarn_ramp(d, base, original_max_position, beta_fast, beta_slow)
     return (1.0 - gamma) * theta / s + gamma * theta, yarn_attention_factor(s)
@@ -193,10 +193,10 @@ def llama3(d, base=500000.0, scale=8.0, original_max_position=8192, seq_len=None
     Defaults are Llama 3.1's: base 500000, s = 8, L_0 = 8192, low = 1, high = 4. Attention factor 1;
     seq_len is not used.
     """
-    s = _checks.scale(scale)
-    original = _checks.integer("original_max_position", original_max_position, minimum=1)
-    low = _checks.real("low_freq_factor", low_freq_factor, greater_than=0.0)
-    high = _checks.real("high_freq_factor", high_freq_factor, greater_than=0.0)
+    s = _validate.scale(scale)
+    original = _validate.integer("original_max_position", original_max_position, minimum=1)
+    low = _validate.real("low_freq_factor", low_freq_factor, greater_than=0.0)
+    high = _validate.real("high_freq_factor", high_freq_factor, greater_than=0.0)
     if not high > low:
         raise ValueError(f"high_freq_factor must be > low_freq_factor, got {high:g} <= {low:g}")
     theta = rope_frequencies(d, base)
@@ -211,8 +211,8 @@ def longrope_attention_factor(scale, original_max_position) -> float:
     Ding et al. 2024 (arXiv:2402.13753); the default of transformers' ``_compute_longrope_parameters``
     when the configuration gives no ``attention_factor``.
     """
-    s = _checks.scale(scale)
-    original = _checks.integer("original_max_position", original_max_position, minimum=2)
+    s = _validate.scale(scale)
+    original = _validate.integer("original_max_position", original_max_position, minimum=2)
     return 1.0 if s <= 1.0 else math.sqrt(1.0 + math.log(s) / math.log(original))
 
 
@@ -235,17 +235,17 @@ def longrope(d, base=10000.0, scale=1.0, original_max_position=None, seq_len=Non
     """
     if original_max_position is None or short_factor is None or long_factor is None:
         raise TypeError("longrope needs original_max_position, short_factor and long_factor")
-    d = _checks.even_dim("d", d)
-    original = _checks.integer("original_max_position", original_max_position, minimum=2)
+    d = _validate.even_dim("d", d)
+    original = _validate.integer("original_max_position", original_max_position, minimum=2)
     factors = {}
     for name, value in (("short_factor", short_factor), ("long_factor", long_factor)):
-        arr = _checks.finite_array(name, value)
+        arr = _validate.finite_array(name, value)
         if arr.shape != (d // 2,):
             raise ValueError(f"{name} must hold d/2 = {d // 2} numbers, one per pair, got shape {arr.shape}")
         if (arr <= 0).any():
             raise ValueError(f"{name} must be > 0 (each divides a frequency), got {arr[arr <= 0][:3].tolist()}")
         factors[name] = arr
-    long = seq_len is not None and _checks.integer("seq_len", seq_len, minimum=1) > original
+    long = seq_len is not None and _validate.integer("seq_len", seq_len, minimum=1) > original
     chosen = factors["long_factor"] if long else factors["short_factor"]  # (d/2,)
     return rope_frequencies(d, base) / chosen, longrope_attention_factor(scale, original)
 
@@ -260,7 +260,7 @@ def base_context_bound(d, base, max_offset=1_000_000) -> int | None:
     cannot (None if :math:`B_m \ge 0` up to ``max_offset``). Computed in blocks of distances, float64.
     """
     theta = rope_frequencies(d, base)  # (d/2,)
-    top = _checks.integer("max_offset", max_offset, minimum=1)
+    top = _validate.integer("max_offset", max_offset, minimum=1)
     block = max(1, 2_000_000 // theta.size)
     for start in range(1, top + 1, block):
         m = np.arange(start, min(start + block, top + 1), dtype=np.float64)  # (block,)

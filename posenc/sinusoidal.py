@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _checks
+from . import _validate
 
 
 def frequencies(d, base=10000.0) -> np.ndarray:
@@ -23,8 +23,8 @@ def frequencies(d, base=10000.0) -> np.ndarray:
     Args: d: the model dimension, a positive even integer. base: > 1 (10000 in the paper).
     Returns: float64 array of shape ``(d/2,)``, decreasing.
     """
-    d = _checks.even_dim("d", d)
-    base = _checks.base(base)
+    d = _validate.even_dim("d", d)
+    base = _validate.base(base)
     return base ** (-np.arange(0, d, 2, dtype=np.float64) / d)
 
 
@@ -49,7 +49,7 @@ def sinusoidal(positions, d, base=10000.0) -> np.ndarray:
     are allowed because interpolation methods use them). d: positive even integer. base: > 1.
     Returns: float64 array of shape ``(len(positions), d)``.
     """
-    p = _checks.positions("positions", positions)
+    p = _validate.positions("positions", positions)
     angles = p[:, None] * frequencies(d, base)[None, :]  # (n, d/2)
     table = np.empty((p.size, d), dtype=np.float64)
     table[:, 0::2] = np.sin(angles)
@@ -69,7 +69,7 @@ def shift_matrix(k, d, base=10000.0) -> np.ndarray:
 
     Args: k: a finite real offset. d: positive even integer. base: > 1. Returns: float64 ``(d, d)``.
     """
-    k = _checks.real("k", k)
+    k = _validate.real("k", k)
     angles = k * frequencies(d, base)  # (d/2,)
     c, s = np.cos(angles), np.sin(angles)
     r = np.zeros((d, d), dtype=np.float64)
@@ -92,8 +92,8 @@ def sinusoidal_dot(m, n, d, base=10000.0) -> np.ndarray:
     Args: m, n: finite real positions, scalars or arrays that broadcast together. Returns: float64 array of
     the broadcast shape (a 0-d array for scalars).
     """
-    m = _checks.finite_array("m", m)
-    n = _checks.finite_array("n", n)
+    m = _validate.finite_array("m", m)
+    n = _validate.finite_array("n", n)
     try:
         offset = np.subtract(m, n)
     except ValueError as exc:

@@ -92,6 +92,9 @@ def test_transformer_xl_terms_sum_to_the_naive_score():
     (lambda: posenc.relative_bias(np.zeros((4, 2)), np.array([[5]])), ValueError, r"buckets must lie in 0..3"),
     (lambda: posenc.transformer_xl_terms(np.zeros((3, 4)), np.zeros((2, 5)), np.zeros((2, 4)), np.zeros((2, 4)),
                                          np.zeros(2), np.zeros(2)), ValueError, r"w_q must have shape \(d_head, 4\)"),
+    (lambda: posenc.transformer_xl_terms(np.zeros((3, 4)), np.zeros((2, 4)), np.zeros((2, 4)), np.zeros((3, 4)),
+                                         np.zeros(2), np.zeros(2)),
+     ValueError, r"w_q, w_ke, w_kr must all have d_head rows \(the same number\), got .*w_kr \(3, 4\)"),
 ])
 def test_bad_input(call, exc, match):
     with pytest.raises(exc, match=match):

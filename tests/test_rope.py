@@ -65,8 +65,8 @@ def test_norms_preserved_and_score_depends_only_on_offset(d, base, seed, layout)
     rng = np.random.default_rng(seed)
     q, k = rng.normal(size=(2, 1, d))
     m, n, shift = rng.integers(-2000, 2000, size=3)
-    rq = posenc.apply_rope(np.stack([q[0], q[0]]), [m, m + shift], base, layout)
-    rk = posenc.apply_rope(np.stack([k[0], k[0]]), [n, n + shift], base, layout)
+    rq = posenc.apply_rope(np.stack([q[0], q[0]]), [m, m + shift], base, layout=layout)
+    rk = posenc.apply_rope(np.stack([k[0], k[0]]), [n, n + shift], base, layout=layout)
     np.testing.assert_allclose(np.linalg.norm(rq, axis=-1), np.linalg.norm(q), rtol=1e-12)
     assert rq[0] @ rk[0] == pytest.approx(rq[1] @ rk[1], abs=1e-8)
     # and equals q^T R_{n-m} k
@@ -82,8 +82,8 @@ def test_layouts_are_one_rotation_up_to_a_permutation(d, base, seed):
     pos = np.arange(4) * 37
     p = posenc.layout_permutation(d, "half", "interleaved")
     # interleaved(P x) = P half(x)
-    np.testing.assert_allclose(posenc.apply_rope(x[:, p], pos, base, "interleaved"),
-                               posenc.apply_rope(x, pos, base, "half")[:, p], atol=1e-10)
+    np.testing.assert_allclose(posenc.apply_rope(x[:, p], pos, base, layout="interleaved"),
+                               posenc.apply_rope(x, pos, base, layout="half")[:, p], atol=1e-10)
     back = posenc.layout_permutation(d, "interleaved", "half")
     np.testing.assert_array_equal(p[back], np.arange(d))
 
@@ -161,6 +161,8 @@ def test_angles_computed_in_float64():
     (lambda: posenc.apply_rope(np.zeros((3, 8)), range(3), rotary_dim=10), ValueError, r"rotary_dim must be <= .* d=8, got 10"),
     (lambda: posenc.apply_rope(np.zeros((3, 8)), range(3), rotary_dim=3), ValueError, r"rotary_dim must be a positive even integer.*got 3"),
     (lambda: posenc.apply_rope(np.zeros((3, 8)), range(3), layout="neox"), ValueError, r"layout must be one of 'interleaved', 'half', got 'neox'"),
+    # the arguments after base are keyword-only: a call site names its layout, scaling and rotary width
+    (lambda: posenc.apply_rope(np.zeros((3, 8)), range(3), 10000.0, "half"), TypeError, r"from 2 to 3 positional"),
     (lambda: posenc.apply_rope(np.zeros((3, 8)), range(3), base=1), ValueError, r"base must be > 1"),
     (lambda: posenc.apply_rope(np.full((3, 8), np.nan), range(3)), ValueError, r"x must contain only finite values"),
     (lambda: posenc.apply_rope(torch.full((3, 8), float("nan")), range(3)), ValueError, r"x must contain only finite"),

@@ -1,4 +1,4 @@
-"""Argument checks shared by every public function.
+"""Argument validation shared by every public function.
 
 Each check raises ``TypeError`` (wrong kind of value) or ``ValueError`` (right kind, wrong value) with a
 message that names the argument, repeats the value given and says what is allowed, so that a student

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import torch
@@ -72,3 +75,10 @@ def test_bad_masks_are_refused_with_a_message(bad, message):
 def test_text_is_refused():
     with pytest.raises(TypeError, match="mask"):
         posenc.positions_from_mask("1101")
+
+
+def test_needs_no_torch():
+    """A numpy formula: computing position ids neither imports torch nor fails where torch cannot load."""
+    code = ("import sys; sys.modules['torch'] = None; import posenc; "
+            "assert posenc.positions_from_mask([0, 1, 1]).tolist() == [0, 0, 1]")
+    subprocess.run([sys.executable, "-c", code], check=True)

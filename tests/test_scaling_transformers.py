@@ -317,25 +317,3 @@ def test_longrope_switches_lists_at_the_original_length():
 def test_longrope_bad_input(call, exc, match):
     with pytest.raises(exc, match=match):
         call()
-
-
-# --- the base bounds the context (Men et al. 2024) -------------------------------------------------------
-
-def naive_first_negative(d, base, max_offset):
-    for m in range(1, max_offset + 1):
-        if sum(math.cos(m * base ** (-2 * i / d)) for i in range(d // 2)) < 0:
-            return m
-    return None
-
-
-@settings(max_examples=25, deadline=None)
-@given(d=st.integers(2, 32).map(lambda h: 2 * h), base=st.floats(10.0, 5000.0))
-def test_base_context_bound_matches_a_loop(d, base):
-    assert posenc.base_context_bound(d, base, 3000) == naive_first_negative(d, base, 3000)
-
-
-def test_base_context_bound_grows_with_the_base():
-    """d = 128: base 10000 already fails before 4096; 500000 (Llama 3) and 1e6 reach further."""
-    bounds = [posenc.base_context_bound(128, b) for b in (1e4, 5e5, 1e6)]
-    assert bounds == [1707, 18438, 27115]
-    assert posenc.base_context_bound(128, 1e4, 1000) is None
