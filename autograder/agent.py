@@ -9,7 +9,9 @@ A request is one of:
 * ``describe``: for each name, whether the notebook defines it, and its value if it is data;
 * ``call``: call the notebook's function or class ``name`` with the given arguments;
 * ``run``: define a function the test cell marked ``@checks.kernel`` (its source, sent by the grader) in a
-  copy of the notebook's namespace and call it.
+  copy of the notebook's namespace and call it;
+* ``each``: call the notebook's function (or a ``run`` function, when the source comes along) once per case,
+  in one request (``checks.each``), and reply with the list of results.
 
 Arguments and results travel as ``autograder.wire`` values, never pickles. Everything here runs in the
 student's process and can be replaced by the student's code: nothing it says is trusted. The grader only
@@ -90,12 +92,16 @@ def _describe(names, namespace: dict) -> dict:
 
 
 def _call(request: dict, namespace: dict):
-    if request["op"] == "run":
+    if "source" in request:  # a function of the test cell (op "run", or "each" over one)
         scope = dict(namespace)
         exec(compile(request["source"], "<test function>", "exec"), scope)
         target = scope[request["name"]]
     else:
         target = namespace[request["name"]]
+    if request["op"] == "each":
+        cases = [[_unstore(a) for a in case] for case in request["cases"]]
+        with _blocked(request.get("blocked", [])):
+            return [target(*case) for case in cases]
     args = [_unstore(a) for a in request.get("args", ())]
     kwargs = {k: _unstore(v) for k, v in request.get("kwargs", {}).items()}
     with _blocked(request.get("blocked", [])):

@@ -1,5 +1,6 @@
 """Where the course lives: the repository's folders, each chapter's notebooks, the instructor's course folder,
-and the list of assignments (one per chapter folder of solutions/)."""
+and the list of assignments (one per chapter folder of solutions/); and what a notebook cell's nbgrader metadata
+names it (for the flags grade, solution, locked and task, nbgrader's own ``nbgrader.utils.is_grade`` and so on)."""
 
 from __future__ import annotations
 
@@ -18,9 +19,20 @@ def source_notebook(assignment: str) -> Path:
     return SOLUTIONS / assignment / f"{assignment}.ipynb"
 
 
-def lesson_notebook(assignment: str) -> Path:
-    """The student notebook of a chapter, generated from its source: lessons/<ch>/<ch>.ipynb."""
-    return LESSONS / assignment / f"{assignment}.ipynb"
+def lesson_notebook(assignment: str, release_dir: Path | None = None) -> Path:
+    """The student notebook of a chapter, generated from its source: lessons/<ch>/<ch>.ipynb (or
+    <release_dir>/<ch>/<ch>.ipynb, where ``release`` was asked to write it)."""
+    return (release_dir or LESSONS) / assignment / f"{assignment}.ipynb"
+
+
+def nbgrader_meta(cell) -> dict:
+    """A notebook cell's nbgrader metadata (``cell.metadata.nbgrader``), empty for a cell nbgrader does not track."""
+    return cell.metadata.get("nbgrader", {})
+
+
+def grade_id(cell) -> str | None:
+    """The name nbgrader knows a cell by (its ``grade_id``), None for a cell without one."""
+    return nbgrader_meta(cell).get("grade_id")
 
 
 def course_dir() -> Path:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
+from nbgrader.utils import is_grade, is_solution, is_task
 
 from . import course, gradebook
 
@@ -24,10 +25,9 @@ def problems(assignment: str) -> list[Problem]:
     nb = nbformat.read(course.source_notebook(assignment), as_version=4)
     found = []
     for cell in nb.cells:
-        meta = cell.metadata.get("nbgrader", {})
-        if meta.get("grade") or meta.get("task"):
-            kind = "task" if meta.get("task") else "written" if meta.get("solution") else "test"
-            found.append(Problem(meta["grade_id"], float(meta.get("points", 0)), kind))
+        if is_grade(cell) or is_task(cell):
+            kind = "task" if is_task(cell) else "written" if is_solution(cell) else "test"
+            found.append(Problem(course.grade_id(cell), float(course.nbgrader_meta(cell).get("points", 0)), kind))
     return found
 
 
@@ -87,7 +87,7 @@ def notes_for(assignment: str, student: str, cfg) -> list[str]:
     nb = nbformat.read(path, as_version=4)
     errors = []  # (where, ename, evalue): the errors in the autograded notebook, then what the kernel raised
     for index, cell in enumerate(nb.cells):
-        where = cell.metadata.get("nbgrader", {}).get("grade_id") or f"cell {index}"
+        where = course.grade_id(cell) or f"cell {index}"
         errors += [(where, out.get("ename"), out.get("evalue", "")) for out in cell.get("outputs", [])
                    if out.get("output_type") == "error"]
     decided = _verdicts(assignment, student, cfg)

@@ -424,7 +424,7 @@ def _lesson_sources(assignment: str) -> set[str]:
 
 def _cell_label(index: int, cell) -> str:
     """Where a finding is: the cell's position, and the grade_id the student's copy claims for it."""
-    grade_id = str(cell.metadata.get("nbgrader", {}).get("grade_id") or "")
+    grade_id = str(course.grade_id(cell) or "")
     return f"cell {index}" + (f" ({re.sub(r'[^A-Za-z0-9_.-]', '?', grade_id)[:60]})" if grade_id else "")
 
 

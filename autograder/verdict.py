@@ -205,8 +205,28 @@ class RemoteFunction:
             request["source"] = self._source
         return ask(self._channel, request)
 
+    def each(self, cases: list[tuple]) -> list:
+        """``[self(*case) for case in cases]`` in one request (``checks.each``): a list of as many results."""
+        pack = self._channel.pack
+        request = {"op": "each", "name": self.__name__, "cases": [[pack(a) for a in case] for case in cases],
+                   "blocked": checks.blocked_now()}
+        if self._source:
+            request["source"] = self._source
+        values = ask(self._channel, request)
+        if not isinstance(values, list) or len(values) != len(cases):
+            raise ChannelFailure(f"the notebook's answer to {len(cases)} calls of {self.__name__} could not be "
+                                 "read: not a list of one result per call")
+        return values
+
     def __repr__(self):
         return f"<the notebook's {self.__name__}>"
+
+
+def _each(function, cases: list[tuple]) -> list:
+    """checks.each while grading: the notebook's functions get every case in one request."""
+    if isinstance(function, RemoteFunction):
+        return function.each(cases)
+    return [function(*case) for case in cases]
 
 
 def judge(source: str, setup: list[str], channel: Channel, salt: int | None) -> Verdict:
@@ -229,6 +249,7 @@ def judge(source: str, setup: list[str], channel: Channel, salt: int | None) -> 
             elif kind == "callable":
                 namespace[name] = RemoteFunction(channel, name)
         checks._KERNEL = lambda fn: RemoteFunction(channel, fn.__name__, shipped[fn.__name__])
+        checks._EACH = _each
         checks._TRUSTED = True  # no student code runs in this process: nothing here to find tampered
         exec(compile(visible, "<visible tests>", "exec"), namespace)
         stage = "hidden"
@@ -241,7 +262,7 @@ def judge(source: str, setup: list[str], channel: Channel, salt: int | None) -> 
     except Exception as exc:
         return Verdict(False, stage, type(exc).__name__, str(exc))
     finally:
-        checks._KERNEL = checks._SALT = None
+        checks._KERNEL = checks._SALT = checks._EACH = None
         checks._TRUSTED = False
         checks._ACTIVE.clear()
     return Verdict(True)

@@ -443,10 +443,20 @@ def my_yarn(d, base, s, L0, beta_fast=32.0, beta_slow=1.0):
         freqs.append(theta * (gamma + (1.0 - gamma) / s))
     return np.array(freqs), 1.0 + 0.1 * math.log(s)
 ''',
-        'dynamic_base': r'''def my_dynamic_base(base, d, s, lengths, L0):
-    Ls = np.clip(np.asarray(lengths, dtype=np.float64), L0, None)
-    bracket = s * Ls / L0 - (s - 1)
-    return base * np.exp(d / (d - 2) * np.log(bracket))
+        'matching_length': r'''def matching_length(s, sigma, L0):
+    # bisection on the bracket s L / L0 - (s - 1), which grows with L
+    lo, hi = float(L0), float(L0) * (1.0 + sigma)
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if s * mid / L0 - (s - 1) < sigma:
+            lo = mid
+        else:
+            hi = mid
+    print("bisection finished at", hi)
+    return hi
+
+
+nominal_length = matching_length(2, 2, 4096)
 ''',
         'first_negative': r'''import math
 
@@ -550,11 +560,14 @@ WARNING_VARIANTS = {
 ''',
     },
     '07_context_extension': {
-        'dynamic_base': r'''def my_dynamic_base(base, d, s, lengths, L0):
-    L = np.asarray(lengths, dtype=float)
-    # evaluated everywhere, kept only past L0: the short lengths can give a negative bracket (NaN, RuntimeWarning)
-    grown = base * (s * L / L0 - (s - 1)) ** (d / (d - 2))
-    return np.where(L > L0, grown, float(base))
+        'ntk_reach': r'''def ntk_reach(d, base, s, L_train):
+    old_theta = posenc.rope_frequencies(d, base)
+    theta_new = posenc.rope_frequencies(d, base * s ** (d / (d - 2)))
+    reach = s * L_train * theta_new
+    trained = L_train * old_theta
+    # log of what is left of the first turn: NaN (a RuntimeWarning) for the pairs that completed one
+    left = np.log(2 * np.pi - trained)
+    return theta_new, reach, np.isfinite(left) & (reach > trained * (1 + 1e-9))
 ''',
     },
 }

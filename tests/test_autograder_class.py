@@ -312,8 +312,8 @@ def test_restored_test_cells_are_the_instructors(graded_class, name):
     the kernel ran their visible part, and the grader decided them (the partial student's scores, above)."""
     nb = _autograded(graded_class, "edits_tests", name)
     a = synthetic.Assignment.load(name)
-    by_id = {c.metadata.get("nbgrader", {}).get("grade_id"): c for c in nb.cells}
-    lesson = {c.metadata.get("nbgrader", {}).get("grade_id"): c for c in a.lesson.cells}
+    by_id = {course.grade_id(c): c for c in nb.cells}
+    lesson = {course.grade_id(c): c for c in a.lesson.cells}
     for tid in a.test_ids():
         assert tid in by_id, f"test cell {tid} was not restored"
         assert "pass  # the tests are gone" not in by_id[tid].source

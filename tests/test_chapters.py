@@ -16,6 +16,7 @@ import psutil
 import pytest
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
+from nbgrader.utils import is_grade, is_solution
 
 from autograder import course
 from autograder.commands.release import release
@@ -31,10 +32,6 @@ def _source(name):
 
 def _lesson(name):
     return nbformat.read(course.lesson_notebook(name), as_version=4)
-
-
-def _nbgrader_meta(cell):
-    return cell.metadata.get("nbgrader", {})
 
 
 def _execute(nb, allow_errors):
@@ -95,13 +92,20 @@ def test_lesson_hides_solutions_and_hidden_tests(name):
                 line = line.strip()
                 if len(line) > 25:  # long enough to be specific to the solution
                     assert line not in text, f"lessons/{name} leaks a solution or hidden-test line: {line!r}"
-        if _nbgrader_meta(cell).get("solution") and cell.cell_type == "markdown":
+        if is_solution(cell) and cell.cell_type == "markdown":
             assert cell.source.strip() not in text, f"lessons/{name} leaks a written model answer"
 
 
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_lesson_says_which_source_it_is_generated_from(name):
+    """Whoever opens a lesson to change it reads, in its notebook metadata, where the chapter is written."""
+    note = _lesson(name).metadata.get("posenc", {})
+    assert note.get("generated_from") == f"solutions/{name}/{name}.ipynb", note
+    assert "make lessons" in note.get("do_not_edit", ""), note
+
+
 def _graded_ids(nb):
-    return [_nbgrader_meta(c)["grade_id"] for c in nb.cells
-            if c.cell_type == "code" and _nbgrader_meta(c).get("grade") and not _nbgrader_meta(c).get("solution")]
+    return [course.grade_id(c) for c in nb.cells if c.cell_type == "code" and is_grade(c) and not is_solution(c)]
 
 
 @pytest.mark.parametrize("name", CHAPTERS)
@@ -136,9 +140,8 @@ def test_lesson_narrative_runs_and_every_test_fails_unsolved(name):
     for cell in nb.cells:
         if cell.cell_type != "code":
             continue
-        meta = _nbgrader_meta(cell)
         tags = cell.metadata.get("tags", [])
-        if meta.get("grade") and not meta.get("solution"):
-            assert _errored(cell), f"{name}: test cell {meta['grade_id']} passes on the unsolved lesson"
-        elif not meta.get("solution") and "raises-exception" not in tags:
+        if is_grade(cell) and not is_solution(cell):
+            assert _errored(cell), f"{name}: test cell {course.grade_id(cell)} passes on the unsolved lesson"
+        elif not is_solution(cell) and "raises-exception" not in tags:
             assert not _errored(cell), f"{name}: a narrative cell fails in the lesson:\n{cell.source[:300]}"

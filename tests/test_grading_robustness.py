@@ -16,6 +16,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from nbgrader.api import Gradebook
+from nbgrader.utils import is_grade, is_solution
 
 import synthetic
 from autograder import course, sandbox, submissions
@@ -35,12 +36,11 @@ def _lesson_copy(tmp_path, edit) -> Path:
 
 
 def _graded_cells(nb):
-    return [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")]
+    return [c for c in nb.cells if is_grade(c)]
 
 
 def _test_cell(nb):
-    return next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade") and c.cell_type == "code"
-                and not c.metadata["nbgrader"].get("solution"))
+    return next(c for c in nb.cells if c.cell_type == "code" and is_grade(c) and not is_solution(c))
 
 
 @pytest.mark.parametrize("edit, words", [

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from autograder.course import source_notebook
 from support import ROOT, SCREENSHOTS, VENV_BIN, jupyter_lab, watched_context
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("lab")]
@@ -135,7 +136,7 @@ def test_validate_passes_solved_and_fails_unsolved(lab, tmp_path):
     server, lessons, course = lab
     solved = lessons / "solved" / f"{LESSON}.ipynb"
     solved.parent.mkdir()
-    shutil.copy(ROOT / "solutions" / LESSON / f"{LESSON}.ipynb", solved)
+    shutil.copy(source_notebook(LESSON), solved)
     env = {"POSENC_COURSE_DIR": str(course), "PATH": f"{VENV_BIN}:/usr/bin:/bin"}
     nbgrader = str(VENV_BIN / "nbgrader")
     ok = subprocess.run([nbgrader, "validate", str(solved)], cwd=ROOT, capture_output=True, text=True, env=env)

@@ -30,6 +30,7 @@ from types import SimpleNamespace
 
 import nbformat
 import pytest
+from nbgrader.utils import is_solution
 
 import synthetic
 from autograder import course, sandbox
@@ -261,7 +262,7 @@ def hostile(name: str, attack: str, targets: dict) -> synthetic.Student:
 
 def targets_for(course_dir: Path, submissions: Path, port: int = 9) -> dict:
     return {
-        "secret_files": [str(ROOT / "solutions" / CHAPTER / f"{CHAPTER}.ipynb"), str(ROOT / "nbgrader_config.py"),
+        "secret_files": [str(course.source_notebook(CHAPTER)), str(ROOT / "nbgrader_config.py"),
                          str(ROOT / "autograder" / "nbgrader_config.py"), str(course_dir / "gradebook.db"),
                          str(course_dir / "submitted" / "perfect" / CHAPTER / f"{CHAPTER}.ipynb"),
                          str(course_dir / "autograded" / "perfect" / CHAPTER / f"{CHAPTER}.ipynb"),
@@ -515,8 +516,7 @@ def test_validate_runs_a_students_notebook_in_the_sandbox(tmp_path):
     validate with the kernel sandboxed: a cell that writes outside its folder cannot; with --unsandboxed it can."""
     marker = tmp_path / "written-by-the-student.txt"
     student = synthetic.Builder(CHAPTER).perfect("validated")
-    first = next(c for c in student.notebook.cells if c.metadata.get("nbgrader", {}).get("solution")
-                 and c.cell_type == "code")
+    first = next(c for c in student.notebook.cells if is_solution(c) and c.cell_type == "code")
     first.source = (f"try:\n    open({str(marker)!r}, 'w').write('planted')\nexcept OSError:\n    pass\n"
                     + first.source)
     path = student.write(tmp_path / "subs")

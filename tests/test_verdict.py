@@ -13,6 +13,7 @@ import json
 import nbformat
 import numpy as np
 import pytest
+from nbgrader.utils import is_grade, is_solution
 
 from autograder import checks, course, verdict, wire
 from autograder.liveness import demo_cells_to_skip
@@ -26,14 +27,13 @@ def chapter_parts(name):
     """(setup imports, notebook cell sources a model student runs, {grade_id: test source})."""
     nb = nbformat.read(course.source_notebook(name), as_version=4)
     skip = demo_cells_to_skip(nb)
-    setup = [c.source for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "setup"]
+    setup = [c.source for c in nb.cells if course.grade_id(c) == "setup"]
     sources, tests = [], {}
     for index, cell in enumerate(nb.cells):
-        meta = cell.metadata.get("nbgrader", {})
         if cell.cell_type != "code" or index in skip:
             continue
-        if meta.get("grade") and not meta.get("solution"):
-            tests[meta["grade_id"]] = cell.source
+        if is_grade(cell) and not is_solution(cell):
+            tests[course.grade_id(cell)] = cell.source
         else:
             sources.append(cell.source)
     return setup_imports(setup), sources, tests
@@ -248,3 +248,51 @@ def test_a_blocked_class_of_a_submodule_posenc_loads_lazily_is_blocked_in_a_fres
     with ProcessChannel(["import posenc\ndef twice(x):\n    return 2 * x\n"]) as channel:
         decided = verdict.judge(cell, setup, channel, salt=1)
     assert decided.passed, decided
+
+
+class Counting(verdict.Channel):
+    """A channel that counts the requests it passes on."""
+
+    def __init__(self, inner):
+        self.inner, self.ops = inner, []
+
+    def request(self, payload):
+        self.ops.append(wire.loads(payload)["op"])
+        return self.inner.request(payload)
+
+
+EACH_SETUP = ["import numpy as np", "import posenc", "from autograder import checks"]
+EACH_NOTEBOOK = ["import posenc\nimport numpy as np\n"
+                 "def table(p, d):\n    return posenc.sinusoidal(p, d)\n"]
+
+
+def test_each_sends_every_case_in_one_request_and_blocks_references_there():
+    cell = ("cases = [([1, 2, 3], 4), ([0], 8), (np.arange(5), 2)]\n"
+            "got = checks.each(table, cases)\n"
+            "for (p, d), have in zip(cases, got):\n"
+            "    checks.close(have, posenc.sinusoidal(p, d), 'table')\n"
+            "with checks.without(posenc.sinusoidal):\n"
+            "    checks.each(table, cases)\n")
+    with ProcessChannel(EACH_NOTEBOOK) as process:
+        channel = Counting(process)
+        decided = verdict.judge(cell, EACH_SETUP, channel, salt=1)
+    assert not decided.passed and decided.stage == "visible"  # the second call hit the blocked reference
+    assert "posenc.sinusoidal" in decided.message, decided
+    assert channel.ops == ["describe", "each", "each"]
+    with ProcessChannel(EACH_NOTEBOOK) as process:
+        assert verdict.judge(cell.split("with checks")[0], EACH_SETUP, process, salt=1).passed
+    # in the notebook itself (no grader) it is the plain loop
+    assert checks.each(lambda a, b: a + b, [(1, 2), [3, 4]]) == [3, 7]
+
+
+@pytest.mark.parametrize("reply", [[], [1.0], "full marks", None, {"0": 1.0}])
+def test_each_refuses_an_answer_that_is_not_one_result_per_case(reply):
+    class Replies(verdict.Channel):
+        def request(self, payload):
+            if wire.loads(payload)["op"] == "describe":
+                return wire.dumps({"ok": True, "value": {"table": {"kind": "callable"}}})
+            return wire.dumps({"ok": True, "value": reply})
+
+    cell = "got = checks.each(table, [(1, 2), (3, 4)])\nassert got is not None\n"
+    decided = verdict.judge(cell, EACH_SETUP, Replies(), salt=1)
+    assert not decided.passed and decided.ename == "NoAnswer", decided

@@ -29,7 +29,7 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbformat import NotebookNode
 from nbformat.v4 import new_output
 from nbgrader.preprocessors import Execute
-from nbgrader.utils import determine_grade
+from nbgrader.utils import determine_grade, is_grade, is_solution
 from traitlets import Bool, Integer, Unicode
 
 from .. import verdict as verdicts
@@ -54,8 +54,7 @@ def _without_hidden(source: str) -> str:
 
 
 def _is_test(cell) -> bool:
-    meta = cell.metadata.get("nbgrader", {})
-    return cell.cell_type == "code" and bool(meta.get("grade")) and not meta.get("solution")
+    return cell.cell_type == "code" and bool(is_grade(cell)) and not is_solution(cell)
 
 
 def _as_text(output) -> dict:

@@ -11,6 +11,7 @@ import ast
 
 from nbgrader.api import Gradebook
 from nbgrader.preprocessors import NbGraderPreprocessor
+from nbgrader.utils import is_grade, is_solution
 
 
 RESTORE_NOTE = "# Added by the grader: the setup cell's imports again, so that this test uses the course's code."
@@ -57,8 +58,7 @@ class RestoreImports(NbGraderPreprocessor):
         return super().preprocess(nb, resources)
 
     def preprocess_cell(self, cell, resources, index):
-        meta = cell.metadata.get("nbgrader", {})
-        if cell.cell_type == "code" and meta.get("grade") and not meta.get("solution"):
+        if cell.cell_type == "code" and is_grade(cell) and not is_solution(cell):
             if not cell.source.startswith(RESTORE_NOTE):
                 cell.source = self._prefix + cell.source
         return cell, resources

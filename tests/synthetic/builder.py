@@ -25,6 +25,7 @@ from pathlib import Path
 
 import nbformat
 from nbclient import NotebookClient
+from nbgrader.utils import is_grade, is_locked, is_solution, is_task
 
 from autograder import course
 from autograder.preprocessors.restore_imports import setup_imports
@@ -37,20 +38,16 @@ CHECKED = re.compile(r"\bchecks\.(close|equal|untampered|without)\(")
 WITHOUT = re.compile(r"\bchecks\.without\(")
 
 
-def _meta(cell) -> dict:
-    return cell.metadata.get("nbgrader", {})
-
-
 def _is_solution_code(cell) -> bool:
-    return cell.cell_type == "code" and _meta(cell).get("solution") and not _meta(cell).get("grade")
+    return cell.cell_type == "code" and is_solution(cell) and not is_grade(cell)
 
 
 def _is_test(cell) -> bool:
-    return cell.cell_type == "code" and _meta(cell).get("grade") and not _meta(cell).get("solution")
+    return cell.cell_type == "code" and is_grade(cell) and not is_solution(cell)
 
 
 def _is_written(cell) -> bool:
-    return cell.cell_type == "markdown" and _meta(cell).get("grade") and _meta(cell).get("solution")
+    return cell.cell_type == "markdown" and is_grade(cell) and is_solution(cell)
 
 
 @dataclass
@@ -78,29 +75,29 @@ class Assignment:
         exercises, pending = [], []
         points, written, tests, solutions = {}, [], {}, {}
         for cell in source.cells:
-            meta = _meta(cell)
-            if meta.get("grade") or meta.get("task"):
-                points[meta["grade_id"]] = float(meta.get("points", 0))
+            gid = course.grade_id(cell)
+            if is_grade(cell) or is_task(cell):
+                points[gid] = float(course.nbgrader_meta(cell).get("points", 0))
             if _is_solution_code(cell):
-                pending.append(meta["grade_id"])
-                solutions[meta["grade_id"]] = cell.source
+                pending.append(gid)
+                solutions[gid] = cell.source
             elif _is_test(cell):
-                tests[meta["grade_id"]] = cell.source
+                tests[gid] = cell.source
                 if pending:
-                    exercises.append(Exercise(pending, [meta["grade_id"]]))
+                    exercises.append(Exercise(pending, [gid]))
                     pending = []
                 elif exercises:
-                    exercises[-1].tests.append(meta["grade_id"])
+                    exercises[-1].tests.append(gid)
                 else:
-                    exercises.append(Exercise([], [meta["grade_id"]]))
-            elif _is_written(cell) or meta.get("task"):
-                written.append(meta["grade_id"])
+                    exercises.append(Exercise([], [gid]))
+            elif _is_written(cell) or is_task(cell):
+                written.append(gid)
         return cls(name, source, lesson, exercises, points, written, tests, solutions)
 
     def setup_imports_checks(self) -> bool:
         """Whether the locked setup code imports autograder's checks (the grader then re-checks before tests)."""
-        setup = [c.source for c in self.source.cells if c.cell_type == "code" and _meta(c).get("locked")
-                 and not _meta(c).get("grade") and not _meta(c).get("solution")]
+        setup = [c.source for c in self.source.cells if c.cell_type == "code" and is_locked(c)
+                 and not is_grade(c) and not is_solution(c)]
         return "from autograder import checks" in setup_imports(setup)
 
     def test_ids(self) -> list[str]:
@@ -150,7 +147,7 @@ def strip_markers(source: str) -> str:
 
 def find_cell(nb, grade_id):
     for cell in nb.cells:
-        if _meta(cell).get("grade_id") == grade_id:
+        if course.grade_id(cell) == grade_id:
             return cell
     raise KeyError(f"no cell with grade_id {grade_id!r}")
 
@@ -171,14 +168,14 @@ class Builder:
         if answer_written:
             for wid in self.a.written:
                 cell = find_cell(nb, wid)
-                if _meta(cell).get("solution"):
+                if is_solution(cell):
                     cell.source = strip_markers(find_cell(self.a.source, wid).source)
         return nb
 
     def _expect(self, passing_tests, answer_written: bool):
         expected = {t: (self.a.points[t] if t in passing_tests else 0.0) for t in self.a.test_ids()}
         expected.update({w: 0.0 for w in self.a.written})
-        manual = set(w for w in self.a.written if answer_written and _meta(find_cell(self.a.source, w)).get("solution"))
+        manual = set(w for w in self.a.written if answer_written and is_solution(find_cell(self.a.source, w)))
         return expected, manual
 
     def _tests_of(self, exercise_indices):
@@ -310,7 +307,7 @@ class Builder:
         for tid in tests:
             find_cell(nb, tid).source = "pass  # the tests are gone"
         if len(tests) > 1:
-            meta = _meta(find_cell(nb, tests[1]))
+            meta = course.nbgrader_meta(find_cell(nb, tests[1]))
             meta["points"], meta["locked"] = 100, False
         nb.cells.remove(find_cell(nb, tests[0]))
         last = self.a.exercises[-1]
@@ -390,12 +387,11 @@ def record_calls(a: Assignment, workdir: Path | None = None) -> dict:
     cell makes, in its visible part and its hidden part, and what the reference solution returned."""
     nb = copy.deepcopy(a.source)
     for cell in nb.cells:
-        meta = _meta(cell)
         if _is_solution_code(cell):
-            functions = a.function_names(meta["grade_id"])
+            functions = a.function_names(course.grade_id(cell))
             cell.source += "\n" + "".join(f"\n{f} = _posenc_rec.wrap({f!r}, {f})" for f in functions)
         elif _is_test(cell):
-            tid = meta["grade_id"]
+            tid = course.grade_id(cell)
             lines = [f"_posenc_rec.phase = ({tid!r}, 'visible')"]
             for line in cell.source.splitlines():
                 lines.append(line)
