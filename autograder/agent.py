@@ -20,8 +20,6 @@ uses what it returns as the student's answers, and checks them against posenc in
 
 from __future__ import annotations
 
-import functools
-import importlib
 import sys
 
 from . import wire
@@ -36,33 +34,12 @@ def _namespace() -> dict:
     return shell.user_ns if shell is not None else {}
 
 
-def _reference(path: str):
-    """The posenc object named by a dotted path (a module, or an attribute chain inside one): found from the
-    longest prefix that is an imported module (posenc.attention is both a module and a function of posenc),
-    importing only when that does not reach it (a failed import searches the whole path: milliseconds), as
-    for a class of a submodule posenc loads on first use (posenc.relative_torch)."""
-    parts = path.split(".")
-    for cut in range(len(parts), 0, -1):
-        module = sys.modules.get(".".join(parts[:cut]))
-        if module is not None:
-            try:
-                return functools.reduce(getattr, parts[cut:], module)
-            except AttributeError:
-                break
-    for cut in range(len(parts), 0, -1):
-        try:
-            module = importlib.import_module(".".join(parts[:cut]))
-        except ImportError:
-            continue
-        return functools.reduce(getattr, parts[cut:], module)
-    raise ImportError(f"no module for {path}")
-
-
 def _blocked(paths):
-    """The references the grader's test blocks around this call, blocked here too (checks.blocked)."""
+    """The references the grader's test blocks around this call, blocked here too, found by their dotted
+    paths (``checks.blocked``: a reference in a module not imported yet has that module's import refused)."""
     from . import checks
 
-    return checks.blocked(*[_reference(p) for p in paths])
+    return checks.blocked(*paths)
 
 
 _STORED: dict = {}  # key -> value of the large arguments the grader sent (wire.Stored), oldest first

@@ -26,6 +26,9 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import importlib
+import importlib.abc
+import importlib.util
 import inspect
 import math
 import sys
@@ -209,19 +212,87 @@ def without(*references):
     """Make posenc functions, classes or whole modules raise while the block runs.
 
     Swaps the code of each function object, so the block catches every way of reaching it: ``posenc.f``,
-    ``from posenc import f as g`` done earlier, a method of a class. Restored on exit.
+    ``from posenc import f as g`` done earlier, a method of a class. Restored on exit. A reference may also
+    be given by its dotted path (``"posenc.relative_torch.RelativePositionBias"``): a torch class named that
+    way is blocked without importing torch when nothing has loaded it yet (see ``blocked``).
     """
     untampered()
     with blocked(*references):
         yield
 
 
+def _resolve(path: str):
+    """The object named by a dotted path (a module, or an attribute chain inside one): found from the longest
+    prefix that is an imported module (posenc.attention is both a module and a function of posenc),
+    importing only when that does not reach it (a failed import searches the whole path: milliseconds)."""
+    parts = path.split(".")
+    for cut in range(len(parts), 0, -1):
+        module = sys.modules.get(".".join(parts[:cut]))
+        if module is not None:
+            try:
+                return functools.reduce(getattr, parts[cut:], module)
+            except AttributeError:
+                break
+    for cut in range(len(parts), 0, -1):
+        try:
+            module = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        return functools.reduce(getattr, parts[cut:], module)
+    raise ImportError(f"no module for {path}")
+
+
+def _unloaded_module(path: str) -> str | None:
+    """The module that holds ``path`` when it is not imported yet, else None. Found without running it: the
+    spec of the first missing module after the longest imported prefix (whose parent is imported)."""
+    parts = path.split(".")
+    cut = max((c for c in range(1, len(parts) + 1) if ".".join(parts[:c]) in sys.modules), default=0)
+    if cut == 0 or cut == len(parts):
+        return None
+    try:
+        functools.reduce(getattr, parts[cut:], sys.modules[".".join(parts[:cut])])
+        return None  # reachable from what is imported: an attribute, not a missing module
+    except AttributeError:
+        pass
+    name = ".".join(parts[: cut + 1])
+    try:
+        return name if importlib.util.find_spec(name) is not None else None
+    except (ImportError, ValueError):
+        return None
+
+
+class _Refuse(importlib.abc.MetaPathFinder):
+    """Refuses to import the modules that hold a blocked reference, while a ``blocked`` block runs."""
+
+    def __init__(self, modules: dict[str, str]):
+        self.modules = modules  # module name -> the blocked reference it holds
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname in self.modules:
+            raise RuntimeError(f"{self.modules[fullname]} is the reference this exercise asks you to write "
+                               "yourself; your code must not call it here")
+        return None
+
+
 @contextlib.contextmanager
 def blocked(*references):
     """``without`` minus its ``untampered()`` check: what the grader's agent uses inside a student's kernel,
-    where the check would only refuse a correct answer (the verdict is decided outside that kernel)."""
-    targets = {}
+    where the check would only refuse a correct answer (the verdict is decided outside that kernel).
+
+    A reference may be a dotted path. One in a module nobody has imported yet (a torch module posenc loads
+    on first use) is not imported to be blocked, which would cost the import of torch: importing its module
+    is refused instead while the block runs."""
+    targets, refused, named = {}, {}, []
     for ref in references:
+        if isinstance(ref, str):
+            module = _unloaded_module(ref)
+            named.append(ref)
+            if module is not None:
+                refused[module] = ref
+                continue
+            ref = _resolve(ref)
+        else:
+            named.append(_path(ref))
         if isinstance(ref, types.ModuleType):
             members = {f"{ref.__name__}.{n}": f for n, f in vars(ref).items()
                        if isinstance(f, types.FunctionType) and f.__module__ == ref.__name__}
@@ -233,12 +304,15 @@ def blocked(*references):
             raise TypeError(f"without() takes posenc functions, classes or modules, got {ref!r}")
         targets.update(members)
     saved = {name: fn.__code__ for name, fn in targets.items()}
-    _ACTIVE.append([_path(ref) for ref in references])
+    refuse = _Refuse(refused)
+    _ACTIVE.append(named)
+    sys.meta_path.insert(0, refuse)
     try:
         for name, fn in targets.items():
             fn.__code__ = _blocked(name, len(fn.__code__.co_freevars))
         yield
     finally:
+        sys.meta_path.remove(refuse)
         _ACTIVE.pop()
         for name, fn in targets.items():
             fn.__code__ = saved[name]

@@ -296,3 +296,24 @@ def test_each_refuses_an_answer_that_is_not_one_result_per_case(reply):
     cell = "got = checks.each(table, [(1, 2), (3, 4)])\nassert got is not None\n"
     decided = verdict.judge(cell, EACH_SETUP, Replies(), salt=1)
     assert not decided.passed and decided.ename == "NoAnswer", decided
+
+
+def test_a_blocked_reference_in_a_module_the_notebook_never_imported_is_refused_without_importing_it():
+    """Blocking posenc.RelativePositionBias must not import torch into the student's kernel (a second or more
+    per submission): its module's import is refused during the call instead, so a notebook function that
+    reaches for it fails, and one that does not runs without torch."""
+    cell = ("with checks.without(posenc.relative_bias, posenc.RelativePositionBias):\n"
+            "    assert twice(2) == 4\n"
+            "    assert not torch_loaded()\n"
+            "with checks.without(posenc.RelativePositionBias):\n"
+            "    shortcut(3)\n")
+    setup = ["import numpy as np", "import posenc", "from autograder import checks"]
+    notebook = ["import sys\nimport posenc\n"
+                "def twice(x):\n    return 2 * x\n"
+                "def torch_loaded():\n    return 'torch' in sys.modules\n"
+                "def shortcut(n):\n    return posenc.RelativePositionBias(n)\n"]
+    with ProcessChannel(notebook) as channel:
+        decided = verdict.judge(cell, setup, channel, salt=1)
+        assert not decided.passed and "posenc.relative_torch.RelativePositionBias is the reference" in decided.message, decided
+        # and after the call the module imports again: the refusal lasted the call only
+        assert verdict.judge("assert shortcut(2) is not None\n", setup, channel, salt=1).passed
