@@ -4,6 +4,7 @@ the reader styles, no solution or hidden test of the source notebooks, and the i
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from functools import lru_cache
@@ -15,11 +16,12 @@ import yaml
 from bs4 import BeautifulSoup
 
 import instructor_book  # tools/instructor_book.py (tests/support.py, imported by conftest, puts tools/ on the path)
+from autograder import course
 from support import ROOT, toc_chapters
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("book")]
 
-SKIP_DIRS = {"_static", "_offline", "_sources", "_images", "@jupyter-widgets"}
+SKIP_DIRS = {"_static", "_offline", "_sources", "_images"}
 
 
 def pages(html: Path) -> list[Path]:
@@ -113,11 +115,119 @@ def test_no_placeholder_or_unrelated_repository(built_book):
     for path in sorted(html.rglob("*")):
         if path.suffix not in (".html", ".js", ".css", ".json", ".txt", ".ipynb", ".md"):
             continue
-        if "_offline" in path.parts:  # the vendored npm packages (MathJax, the widget manager)
+        if "_offline" in path.parts:  # the vendored npm package (MathJax)
             continue
         for match in PLACEHOLDER.finditer(path.read_text(errors="replace")):
             found.append(f"{path.relative_to(html)}: {match.group(0)}")
     assert not found, "placeholders or unrelated repositories in the built book:\n" + "\n".join(found[:30])
+
+
+# --- Weight (issue 18): the site at most 25 MB, one copy of every asset, only what pages load ------------
+
+SITE_BUDGET = 25_000_000  # bytes; each page's first load (at most 4 MB) is measured in test_browser.py
+
+
+def test_site_weight_and_one_copy_of_every_asset(built_book):
+    html, _ = built_book
+    files = [p for p in html.rglob("*") if p.is_file()]
+    total = sum(p.stat().st_size for p in files)
+    by_folder: dict[str, int] = {}
+    for p in files:
+        top = p.relative_to(html).parts[0] if len(p.relative_to(html).parts) > 1 else "."
+        by_folder[top] = by_folder.get(top, 0) + p.stat().st_size
+    largest = ", ".join(f"{k} {v / 1e6:.1f} MB" for k, v in sorted(by_folder.items(), key=lambda kv: -kv[1])[:6])
+    assert total <= SITE_BUDGET, f"the site weighs {total / 1e6:.1f} MB, more than {SITE_BUDGET / 1e6:.0f}: {largest}"
+
+    maps = [str(p.relative_to(html)) for p in files if p.suffix == ".map"]
+    assert not maps, f"source maps in the site: {maps[:10]}"
+    copies: dict[str, list[str]] = {}
+    for p in files:
+        if p.stat().st_size >= 4096:
+            copies.setdefault(hashlib.sha256(p.read_bytes()).hexdigest(), []).append(str(p.relative_to(html)))
+    repeated = [names for names in copies.values() if len(names) > 1]
+    assert not repeated, f"{len(repeated)} files shipped more than once, e.g. {repeated[:3]}"
+
+    # MathJax: the one combined component the pages load (and what it loads on demand), no other bundle
+    mathjax = html / "_offline" / "mathjax"
+    if mathjax.is_dir():  # absent when the book was built without npm (it then uses the CDN)
+        bundles = sorted(p.name for p in mathjax.glob("*.js"))
+        assert bundles == ["tex-mml-chtml.js"], f"MathJax bundles no page loads: {bundles}"
+        pages_loading = {m for page in pages(html) for m in re.findall(r'src="[^"]*_offline/mathjax/([^"]+)"',
+                                                                         page.read_text())}
+        assert pages_loading == {"tex-mml-chtml.js"}, pages_loading
+    assert not (html / "_static" / "scripts" / "fontawesome.js").exists(), \
+        "the theme's fontawesome.js is shipped although no page loads it (book/_templates/layout.html)"
+
+
+def test_no_page_saves_widget_state(built_book):
+    """The explorers are posenc.explorer (pictures and the page's own script): no page needs ipywidgets' embed
+    manager, which the book no longer ships; a saved widget would render as nothing."""
+    html, _ = built_book
+    saving = [str(page.relative_to(html)) for page in pages(html)
+              if "application/vnd.jupyter.widget-state+json" in page.read_text()
+              or "application/vnd.jupyter.widget-view+json" in page.read_text()]
+    assert not saving, f"pages that save ipywidgets state (make the control a posenc.explorer): {saving}"
+
+
+# --- Bibliography (book/_ext/bibliography.py) ---------------------------------------------------------------
+
+ARXIV_ID = re.compile(r"arXiv:\s*(\d{4}\.\d{4,5})")
+
+
+def sort_key(label: str) -> tuple[str, str]:
+    import unicodedata
+
+    names, _, year = label.rpartition(", ")
+    plain = "".join(c for c in unicodedata.normalize("NFKD", names) if not unicodedata.combining(c))
+    return plain.casefold(), year
+
+
+def test_bibliography_labels_links_order_and_backrefs(built_book):
+    """Each entry's label is what the text's citations of it read ([Press et al., 2022]); entries are sorted by
+    it; every arXiv id and DOI is a link; each entry links back to every page that cites it, and each page's
+    citations of it are listed there."""
+    html, _ = built_book
+    bibliography = html / "book" / "bibliography.html"
+    entries = {c["id"]: c for c in article(bibliography).select("div.citation")}
+    assert len(entries) >= 30, "the bibliography lists fewer works than the book cites"
+
+    # what the citations in the pages read, per entry; and which pages cite it
+    cited_as: dict[str, set[str]] = {}
+    cited_from: dict[str, set[str]] = {}
+    for page in pages(html):
+        for a in article(page).select("a[href]"):
+            target = (page.parent / unquote(urlsplit(a["href"]).path)).resolve()
+            fragment = urlsplit(a["href"]).fragment
+            if target == bibliography.resolve() and fragment in entries and "posenc-backrefs" not in \
+                    " ".join(a.parent.get("class", [])):
+                cited_as.setdefault(fragment, set()).add(" ".join(a.get_text().split()))
+                cited_from.setdefault(fragment, set()).add(page.relative_to(html).as_posix())
+
+    labels = []
+    problems = []
+    for entry_id, entry in entries.items():
+        label = entry.select_one(".label").get_text().strip().strip("[]")
+        labels.append(label)
+        texts = cited_as.get(entry_id, set())
+        # a textual citation reads "Press et al. (2022)", a year citation "2022": both are parts of the label
+        if texts and label not in texts and not all(t in label for t in texts):
+            problems.append(f"[{label}] is cited as {sorted(texts)}")
+        text = entry.get_text(" ")
+        links = [a["href"] for a in entry.select("a[href]")]
+        for arxiv in ARXIV_ID.findall(text):
+            if not any(h.startswith("https://arxiv.org/abs/" + arxiv) for h in links):
+                problems.append(f"[{label}]: arXiv:{arxiv} is not a link")
+        for doi in re.findall(r"doi:\s*(\S+?)[.,]?(?:\s|$)", text):
+            if not any(h.startswith("https://doi.org/") and doi in h for h in links):
+                problems.append(f"[{label}]: doi:{doi} is not a link")
+        back = {(bibliography.parent / unquote(urlsplit(a["href"]).path)).resolve().relative_to(html.resolve())
+                .as_posix() for a in entry.select("p.posenc-backrefs a[href]")}
+        if cited_from.get(entry_id, set()) - back:
+            problems.append(f"[{label}]: no way back to {sorted(cited_from[entry_id] - back)}")
+    assert not problems, "\n".join(problems[:30])
+    assert len(set(labels)) == len(labels), f"two entries share a label: {sorted(labels)}"
+    assert labels == sorted(labels, key=sort_key), f"entries out of order: {labels}"
+    assert cited_as, "no citation in the pages links to the bibliography"
 
 
 # --- No solution code, hidden test or model answer in the student book ---------------------------------
@@ -178,10 +288,8 @@ def test_student_book_contains_no_solution_or_hidden_test(built_book):
     leaks, checked = [], 0
     for chapter in toc_chapters():
         name = Path(chapter).name
-        source = ROOT / "solutions" / name / f"{name}.ipynb"
-        lesson = ROOT / "lessons" / name / f"{name}.ipynb"
         text = page_text(html / f"{chapter}.html")
-        lines = secret_lines(source, lesson)
+        lines = secret_lines(course.source_notebook(name), course.lesson_notebook(name))
         assert lines, f"{name}: found no solution region in the source notebook (is the pattern still right?)"
         checked += len(lines)
         leaks += [f"{name} ({kind}): {line}" for kind, line in lines if line in text]
@@ -199,8 +307,7 @@ def test_instructor_edition_shows_solutions(tmp_path):
     page = html / "solutions" / chapter / f"{chapter}.html"
     assert page.is_file(), sorted(str(p.relative_to(html)) for p in html.rglob("*.html"))
     text = page_text(page)
-    lines = secret_lines(ROOT / "solutions" / chapter / f"{chapter}.ipynb",
-                         ROOT / "lessons" / chapter / f"{chapter}.ipynb")
+    lines = secret_lines(course.source_notebook(chapter), course.lesson_notebook(chapter))
     shown = [line for _, line in lines if line in text]
     assert len(shown) >= 0.9 * len(lines), f"the instructor edition hides {len(lines) - len(shown)} solution lines"
     assert "Rubric" in text, "the instructor edition shows no rubric"

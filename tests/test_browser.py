@@ -1,13 +1,14 @@
 """The built book in a real browser (Debian's Chromium driven by Playwright), offline: on every page the
-maths is typeset, every image loads, saved widgets render their sliders, nothing logs a console error, and no
-request leaves the machine. Also dark mode, printing and search. A screenshot of each chapter goes to
-_build/screenshots/."""
+maths is typeset, every image loads, nothing logs a console error, no request leaves the machine, and the first
+load (every request) stays within 4 MB; at a phone's width nothing overflows. Also dark mode, printing and
+search. A screenshot of each chapter goes to _build/screenshots/."""
 
 from __future__ import annotations
 
-import json
+import os
 import re
 from pathlib import Path
+from urllib.parse import unquote, urlsplit
 
 import pytest
 
@@ -22,16 +23,12 @@ def toc_pages() -> list[str]:
     return support.toc_pages() + ["genindex", "search"]
 
 
-# Waits until MathJax has typeset the page and the widget manager has rendered the saved widgets.
+# Waits until MathJax has typeset the page, and every image (lazy ones too) and font has loaded.
 SETTLE = """async () => {
   document.querySelectorAll('img').forEach(img => { img.loading = 'eager'; });
   if (window.MathJax && MathJax.startup && MathJax.startup.promise) { await MathJax.startup.promise; }
-  const saved = document.querySelectorAll('script[type="application/vnd.jupyter.widget-view+json"]').length;
-  for (let i = 0; saved && i < 150; i++) {
-    if (document.querySelectorAll('.jupyter-widgets.widget-slider, .widget-slider').length) break;
-    await new Promise(r => setTimeout(r, 100));
-  }
   await Promise.all([...document.images].map(img => img.decode().catch(() => null)));
+  await document.fonts.ready;
   await new Promise(r => setTimeout(r, 300));
 }"""
 
@@ -48,13 +45,20 @@ PROSE = """() => {
 RAW_TEX = re.compile(r"\$\$|\\begin\{|\\\(|\\\[|\\(frac|sum|theta|mathbf|mathrm|left|right|cdot|sqrt)\b")
 
 
-def saved_slider_models(html_file: Path) -> int:
-    text = html_file.read_text()
-    match = re.search(r'<script type="application/vnd.jupyter.widget-state\+json">(.*?)</script>', text, re.S)
-    if not match:
-        return 0
-    state = json.loads(match.group(1)).get("state", {})
-    return sum("Slider" in m.get("model_name", "") for m in state.values())
+FIRST_LOAD_BUDGET = 4_000_000  # bytes a page's first load may take, every request counted (issue 18)
+
+
+def first_load(requested: list[str], html: Path) -> tuple[int, list[str]]:
+    """The bytes of the files behind the requested URLs (the book is read from file://; data: URIs are part of the
+    page's own bytes), and the largest five, for the message."""
+    sizes = {}
+    for url in requested:
+        if url.startswith("file:"):
+            path = Path(unquote(urlsplit(url).path))
+            sizes[url] = path.stat().st_size if path.is_file() else 0
+    largest = sorted(sizes.items(), key=lambda kv: -kv[1])[:5]
+    names = [f"{os.path.relpath(unquote(urlsplit(u).path), html)} {s / 1e3:.0f} kB" for u, s in largest]
+    return sum(sizes.values()), names
 
 
 @pytest.mark.parametrize("name", toc_pages())
@@ -64,6 +68,8 @@ def test_page_renders_offline(built_book, browser, name):
     assert file.is_file(), f"{name}.html was not built"
     with watched_context(browser) as watched:
         page = watched.new_page()
+        requested = []
+        page.on("request", lambda r: requested.append(r.url))
         page.goto(file.as_uri(), wait_until="load")
         page.evaluate(SETTLE)
 
@@ -80,10 +86,10 @@ def test_page_renders_offline(built_book, browser, name):
                                ".map(i => i.src.slice(0, 120))")
         assert not broken, f"{name}: images that did not load: {broken}"
 
-        # Widgets: saved sliders render (the explorer in its saved state).
-        if saved_slider_models(file):
-            rendered = page.locator(".widget-slider").count()
-            assert rendered >= 1, f"{name}: the page saves slider widgets but none rendered"
+        # Weight: the first load, images below the fold included (SETTLE loads them all).
+        weight, largest = first_load(requested, html)
+        assert weight <= FIRST_LOAD_BUDGET, \
+            f"{name}: the first load takes {weight / 1e6:.2f} MB, more than {FIRST_LOAD_BUDGET / 1e6:.0f}: {largest}"
 
         assert not watched.outside, f"{name}: requests leaving the machine: {watched.outside}"
         assert not watched.failed, f"{name}: local requests that failed: {watched.failed}"
@@ -92,6 +98,59 @@ def test_page_renders_offline(built_book, browser, name):
         if name in toc_chapters():
             SCREENSHOTS.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(SCREENSHOTS / f"{Path(name).name}.png"), full_page=True)
+
+
+# At a phone's width: what is wider than the screen, display equations cut off or covered by their number,
+# controls off the screen, and explorer pictures shrunk below 60 % of their drawn size (labels under ~8 px).
+PHONE = """() => {
+  const W = document.documentElement.clientWidth, problems = [];
+  if (document.documentElement.scrollWidth > W + 1) {
+    const wide = [...document.querySelectorAll('article *')].filter(e => {
+      for (let a = e.parentElement; a; a = a.parentElement)
+        if (['auto', 'scroll', 'hidden', 'clip'].includes(getComputedStyle(a).overflowX)) return false;
+      return e.getBoundingClientRect().right > W + 1; });
+    problems.push(`the page is ${document.documentElement.scrollWidth}px wide: ` +
+                  wide.slice(0, 3).map(e => e.tagName + ' ' + e.textContent.slice(0, 50)).join(' | '));
+  }
+  for (const m of document.querySelectorAll('article div.math')) {
+    const c = m.querySelector('mjx-container'), n = m.querySelector('.eqno');
+    if (!c) continue;
+    const cr = c.getBoundingClientRect(), what = m.id || c.textContent.slice(0, 40);
+    if (cr.right > W + 1) problems.push(`equation ${what} runs off the screen`);
+    if (c.scrollWidth > c.clientWidth + 1 && !['auto', 'scroll'].includes(getComputedStyle(c).overflowX))
+      problems.push(`equation ${what} is cut off and does not scroll`);
+    if (n) {  // a number beside an equation that does not fit cuts it off (or covers it)
+      const nr = n.getBoundingClientRect(), sameLine = nr.top < cr.bottom - 1 && nr.bottom > cr.top + 1;
+      const covers = nr.left < cr.right - 1 && nr.right > cr.left + 1;
+      if (sameLine && (covers || c.scrollWidth > c.clientWidth + 1))
+        problems.push(`equation ${what} is cut off beside its number ${n.firstChild.textContent.trim()}`);
+    }
+  }
+  for (const e of document.querySelectorAll('article input, article select, article button')) {
+    const r = e.getBoundingClientRect();
+    if (r.width && (r.right > W + 1 || r.left < -1)) problems.push(`a control (${e.tagName}) off the screen`);
+  }
+  for (const img of document.querySelectorAll('article img.posenc-explorer-frame'))
+    if (img.naturalWidth && img.clientWidth < 0.6 * img.naturalWidth)
+      problems.push(`an explorer picture at ${Math.round(100 * img.clientWidth / img.naturalWidth)}% of its size`);
+  return problems;
+}"""
+
+
+@pytest.mark.parametrize("name", support.toc_pages())
+def test_phone_layout(built_book, browser, name):
+    """At 390 px (a phone): nothing wider than the screen, no display equation cut off or beside its number
+    (it scrolls, the number goes below), no control off the screen, explorer pictures large enough to read."""
+    html, _ = built_book
+    with watched_context(browser, viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True) as watched:
+        page = watched.new_page()
+        page.goto((html / f"{name}.html").as_uri(), wait_until="load")
+        page.evaluate(SETTLE)
+        problems = page.evaluate(PHONE)
+        assert not problems, f"{name} at 390 px:\n" + "\n".join(problems[:20])
+        if name in toc_chapters():
+            SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(SCREENSHOTS / f"phone_{Path(name).name}.png"))
 
 
 def test_dark_mode_keeps_figures_readable(built_book, browser):
