@@ -68,9 +68,26 @@ def fresh_venv(tmp_path_factory) -> Path:
     return venv
 
 
+# Run in full for one chapter of each kind of need, to keep the suite's time: numpy and matplotlib only (1),
+# torch (3), the arena's published results and the arena package (8). Every chapter's download is checked for
+# its set-up cell and the wheel's link below.
+RUN_IN_FULL = ["01_why_position", "03_learned", "08_arena"]
+
+
 @pytest.mark.slow
 @pytest.mark.xdist_group("book")
 @pytest.mark.parametrize("chapter", toc_chapters())
+def test_every_downloaded_chapter_starts_with_the_set_up_cell(built_book, chapter):
+    html, _ = built_book
+    download = html / "_sources" / f"{chapter}.ipynb"
+    assert f"_sources/{chapter}.ipynb" in (html / f"{chapter}.html").read_text(), f"{chapter}: no download link"
+    nb = nbformat.read(download, as_version=4)
+    assert nb.cells[0].source == downloads.SETUP_CELL.format(wheel=WHEEL), "the first cell is not the set-up cell"
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("book")
+@pytest.mark.parametrize("chapter", [c for c in toc_chapters() if c.split("/")[-1] in RUN_IN_FULL])
 def test_downloaded_chapter_runs_in_a_fresh_environment(built_book, fresh_venv, tmp_path, chapter):
     html, _ = built_book
     page = html / f"{chapter}.html"
