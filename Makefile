@@ -9,7 +9,7 @@ STRICT = $(shell $(PY) tools/book_build.py --strict-flags)
 
 export PYTHONHASHSEED := 0
 
-.PHONY: install system-deps assets arena arena-check book book-all book-instructor test test-unit lab bench lessons grade feedback export clean
+.PHONY: install system-deps assets arena arena-check book book-all book-instructor test test-unit lab hub bench lessons grade feedback export clean
 
 install: $(STAMP)
 
@@ -20,12 +20,13 @@ $(STAMP): requirements.txt pyproject.toml
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
 	@touch $@
 
-# MathJax, RequireJS and the widget manager, served from the book itself (see book/_ext/offline_assets.py).
-# Without npm the book still builds and loads them from CDNs.
+# MathJax, served from the book itself (see book/_ext/offline_assets.py).
+# Without npm the book still builds and loads it from its CDN.
+# Also the course's JupyterHub proxy, configurable-http-proxy (`make hub`).
 node_modules/.stamp: package.json package-lock.json
 	@if command -v npm >/dev/null 2>&1; then \
 		npm ci --no-audit --no-fund --loglevel=error && touch $@; \
-	else echo "npm not found: the book will load MathJax and the widget manager from CDNs"; fi
+	else echo "npm not found: the book will load MathJax from its CDN"; fi
 
 assets: node_modules/.stamp
 
@@ -59,6 +60,13 @@ LAB_DIR ?= lessons
 lab: $(STAMP)
 	@mkdir -p "$${POSENC_COURSE_DIR:-course}/exchange"
 	env -u MPLBACKEND PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/jupyter lab --ServerApp.root_dir="$(LAB_DIR)" $(LAB_ARGS)
+
+# The course's JupyterHub on this machine (hub/README.md): run as root, settings in the environment, e.g.
+#   sudo POSENC_HUB_INSTRUCTOR=teacher POSENC_HUB_STUDENTS="ada bob" POSENC_HUB_PASSWORD=... \
+#        POSENC_HUB_INSTRUCTOR_PASSWORD=... make hub
+# then http://127.0.0.1:8000. It refuses to start, saying why, when students could read solutions/.
+hub: $(STAMP) assets
+	$(VENV)/bin/jupyterhub -f hub/jupyterhub_config.py
 
 # The student notebooks, generated from the source notebooks by nbgrader.
 lessons: $(STAMP)

@@ -203,8 +203,7 @@ def metadata_tampering(path: Path, assignment: str) -> str | None:
     checksums", naming neither the student nor the cause."""
     nb = nbformat.read(path, as_version=4)
     lesson = nbformat.read(course.lesson_notebook(assignment), as_version=4)
-    known = {c.metadata["nbgrader"]["grade_id"]: c for c in lesson.cells
-             if c.metadata.get("nbgrader", {}).get("grade_id")}
+    known = {course.grade_id(c): c for c in lesson.cells if course.grade_id(c)}
     seen = set()
     for index, cell in enumerate(nb.cells):
         meta = cell.metadata.get("nbgrader")
@@ -232,8 +231,17 @@ def metadata_tampering(path: Path, assignment: str) -> str | None:
 
 
 def copy_in(sub: Submission, cfg) -> Path:
-    """Copy one submission into nbgrader's submitted/<student>/<assignment>/ (replacing an older one)."""
+    """Copy one submission into nbgrader's submitted/<student>/<assignment>/ (replacing an older one). A
+    submission already there (``grade`` given nbgrader's own submitted folder, where ``nbgrader collect`` puts
+    what students handed in through the exchange, with its timestamp.txt) is graded where it lies, without the
+    symbolic links a copy would have left out."""
     dest = Path(cfg.CourseDirectory.submitted_directory) / sub.student / sub.assignment
+    if dest.exists() and dest.resolve() == sub.folder.resolve():
+        for folder, dirs, files in os.walk(dest):
+            for name in dirs + files:
+                if os.path.islink(os.path.join(folder, name)):
+                    os.unlink(os.path.join(folder, name))
+        return dest
     if dest.exists():
         shutil.rmtree(dest)
 

@@ -122,6 +122,26 @@ def test_nothing_from_a_refused_folder_is_copied_into_the_course(tmp_path, monke
         "hand in the notebook itself"]
 
 
+def test_the_collected_folder_is_graded_where_it_lies(tmp_path, monkeypatch):
+    """`grade` given nbgrader's own submitted folder (what `nbgrader collect` fills on the course's hub) grades the
+    notebooks in place, timestamp.txt included, instead of deleting them to copy them onto themselves; a link
+    in there is dropped as a copy would drop it."""
+    monkeypatch.setenv("POSENC_COURSE_DIR", str(tmp_path / "course"))
+    collected = tmp_path / "course" / "submitted"
+    notebook = _submit(collected, "bob")
+    (notebook.parent / "timestamp.txt").write_text("2026-11-24 08:24:17.230116 UTC")
+    (notebook.parent / "data.txt").symlink_to(course.SOLUTIONS / NAME / f"{NAME}.ipynb")
+    monkeypatch.setattr(config, "refused", lambda unsandboxed, out: False)
+    monkeypatch.setattr(gradebook, "sync_assignments", lambda names, cfg: {})
+    monkeypatch.setattr(gradebook, "register_students", lambda ids, cfg: None)
+    graded = []
+    monkeypatch.setattr(autograde, "autograde", lambda pairs, cfg, jobs, progress: graded.extend(pairs) or [])
+    monkeypatch.setattr(gradebook, "read_scores", lambda names, cfg: {})
+    assert grade_command.grade(collected, out=lambda line: None) == 0
+    assert graded == [(NAME, "bob")]
+    assert sorted(p.name for p in notebook.parent.iterdir()) == [f"{NAME}.ipynb", "timestamp.txt"]
+
+
 def test_a_student_id_is_matched_whole(tmp_path):
     """`re.match` with `$` accepts a trailing newline: "alice\\n" is not a student id."""
     _submit(tmp_path, "alice\n")
@@ -235,8 +255,7 @@ def test_scan_reads_a_cell_too_deep_to_parse_as_text(source):
 
 def _locked_grade_id(name: str) -> str:
     nb = nbformat.read(course.source_notebook(name), as_version=4)
-    return next(c.metadata["nbgrader"]["grade_id"] for c in nb.cells
-                if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("locked"))
+    return next(course.grade_id(c) for c in nb.cells if c.cell_type == "code" and course.nbgrader_meta(c).get("locked"))
 
 
 @pytest.mark.parametrize("relabel", ["as_locked", "as_locked_test", "metadata_removed", "lesson_cell_id"])
@@ -246,7 +265,7 @@ def test_metadata_cannot_hide_a_cell_from_the_scan(tmp_path, relabel):
     b = synthetic.Builder(NAME)
     nb = b.blank().notebook
     solution_id = b.a.exercises[0].solutions[0]
-    cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == solution_id)
+    cell = next(c for c in nb.cells if course.grade_id(c) == solution_id)
     cell.source = "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n" + cell.source
     locked = _locked_grade_id(NAME)
     if relabel == "as_locked":

@@ -1,0 +1,262 @@
+"""The course's JupyterHub on one machine (hub/README.md has the walk-through).
+
+`sudo make hub` starts it: JupyterHub from the project's virtualenv, its proxy (configurable-http-proxy, from
+node_modules/, `make assets`), and for each user who logs in a JupyterLab started as that Unix user
+(JupyterHub's LocalProcessSpawner) with the course's environment as its kernel (posenc importable). One
+instructor, whose server has nbgrader's formgrader and whose course folder (gradebook, submissions, feedback) is
+`~/posenc-course`, private to them; students, whose servers have only the Assignments tab (fetch, validate,
+submit, fetch feedback). Assignments and submissions travel through nbgrader's exchange, a folder of this
+machine shared by everyone with the permissions nbgrader expects. Grading runs each submission in the
+bubblewrap sandbox, as everywhere in the course.
+
+Settings are environment variables (the README's table), so that `make hub` needs no edited copy of this file:
+POSENC_HUB_INSTRUCTOR and POSENC_HUB_STUDENTS name the accounts (existing Unix users); POSENC_HUB_DIR holds the
+hub's state and the exchange; with the default authenticator (a shared password, for a demo),
+POSENC_HUB_PASSWORD is the students' password and POSENC_HUB_INSTRUCTOR_PASSWORD the instructor's.
+
+Before starting, the configuration checks what would otherwise leak answers or fail later, and refuses to
+start with one line per problem: the hub must run as root; the accounts must exist with private homes; the
+students must not be able to read solutions/ (the hidden tests) or the checkout's course/ folder, and the
+instructor must; every user must be able to reach the checkout, the virtualenv, the interpreter behind it and
+the exchange; nobody but root (and the instructor, for the course's folder) may own the hub's folders.
+"""
+
+import grp
+import os
+import pwd
+import shutil
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+c = get_config()  # noqa: F821 (provided by traitlets when JupyterHub loads this file)
+
+HUB = Path(__file__).resolve().parent
+ROOT = HUB.parent
+BIN = Path(sys.prefix) / "bin"  # the virtualenv JupyterHub runs from: its jupyterhub-singleuser and kernel
+COURSE_ID = "posenc"  # autograder/nbgrader_config.py's CourseDirectory.course_id
+PROXY = ROOT / "node_modules" / ".bin" / "configurable-http-proxy"
+
+STATE = Path(os.environ.get("POSENC_HUB_DIR", "/srv/posenc-hub")).absolute()
+PRIVATE = STATE / "hub"          # JupyterHub's database, cookie secret and pid files: root only
+EXCHANGE = STATE / "exchange"    # nbgrader's exchange: everyone
+IP = os.environ.get("POSENC_HUB_IP", "127.0.0.1")
+PORT = int(os.environ.get("POSENC_HUB_PORT", "8000"))
+HUB_API_PORT = int(os.environ.get("POSENC_HUB_API_PORT", "8081"))
+PROXY_API_PORT = int(os.environ.get("POSENC_HUB_PROXY_API_PORT", "8001"))
+INSTRUCTOR = os.environ.get("POSENC_HUB_INSTRUCTOR", "").strip()
+STUDENTS = sorted(set(os.environ.get("POSENC_HUB_STUDENTS", "").split()) - {INSTRUCTOR})
+AUTH = os.environ.get("POSENC_HUB_AUTH", "shared-password")
+# Grading settings the instructor's server takes from the hub's environment when they are set there.
+INSTRUCTOR_PASSES = ("POSENC_CELL_TIMEOUT", "POSENC_NOTEBOOK_TIMEOUT", "POSENC_DB_URL")
+
+# nbgrader's exchange, with the modes nbgrader itself gives these folders (nbgrader/exchange/default/*.py): the
+# root writable by all (sticky here, so that nobody can rename or remove another's entry); the course folder and
+# `outbound` (released assignments) readable by all, written by the instructor; `inbound` (submissions)
+# writable and enterable but not listable by students, each submission in a folder named with a random part;
+# `feedback` enterable only, each page named by a hash of a secret that only its student's submission holds.
+EXCHANGE_MODES = {"": 0o755, "inbound": 0o2733, "outbound": 0o755, "feedback": 0o711}
+
+
+def _user(name):
+    try:
+        return pwd.getpwnam(name)
+    except KeyError:
+        return None
+
+
+def _in_group(user, gid: int) -> bool:
+    return user.pw_gid == gid or user.pw_name in grp.getgrgid(gid).gr_mem
+
+
+def _sandbox_problem(instructor) -> str | None:
+    """Why the instructor's server could not grade: autograde runs each submission in bubblewrap, which, for a user
+    other than root, needs unprivileged user namespaces (autograder/sandbox.py)."""
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        return "bubblewrap is missing (`sudo apt-get install bubblewrap`): grading runs every submission in it"
+    probe = [bwrap, "--unshare-user", "--unshare-pid", "--unshare-net", "--ro-bind", "/", "/", "--proc", "/proc",
+             "--dev", "/dev", "true"]
+    done = subprocess.run(probe, user=instructor.pw_uid, group=instructor.pw_gid, extra_groups=[], cwd="/",
+                          capture_output=True, text=True, timeout=60)
+    if done.returncode:
+        return (f"the grading sandbox cannot start as {instructor.pw_name} ({done.stderr.strip()[:200]}): it needs "
+                "unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1, or an AppArmor profile "
+                "for bwrap on Ubuntu 24.04)")
+    return None
+
+
+def _problems() -> list[str]:
+    """What stops this machine from running the course's hub safely, one sentence each."""
+    problems = []
+    if os.geteuid() != 0:
+        problems.append("the hub starts every user's server as that user, which needs root: run `sudo make hub`")
+    if not INSTRUCTOR:
+        problems.append("no instructor: set POSENC_HUB_INSTRUCTOR to the instructor's Unix user name")
+    if not PROXY.exists():
+        problems.append(f"{PROXY.relative_to(ROOT)} is missing: run `make assets` (npm installs the hub's proxy)")
+    if AUTH == "shared-password":
+        if len(os.environ.get("POSENC_HUB_PASSWORD", "")) < 8:
+            problems.append("set POSENC_HUB_PASSWORD, the students' shared password (8 characters or more)")
+        if len(os.environ.get("POSENC_HUB_INSTRUCTOR_PASSWORD", "")) < 32:
+            problems.append("set POSENC_HUB_INSTRUCTOR_PASSWORD, the instructor's own password (32 characters or "
+                            "more, e.g. `openssl rand -hex 16`): with the students' password alone, any student "
+                            "could log in as the instructor")
+    names = [INSTRUCTOR, *STUDENTS] if INSTRUCTOR else STUDENTS
+    users = {}
+    for name in names:
+        user = _user(name)
+        if user is None:
+            problems.append(f"there is no Unix user {name!r}: create it (`sudo useradd --create-home {name}`)")
+            continue
+        users[name] = user
+        home = Path(user.pw_dir)
+        try:
+            info = home.stat()
+        except OSError:
+            problems.append(f"{name}'s home {home} does not exist: `sudo mkhomedir_helper {name}`")
+            continue
+        if info.st_uid != user.pw_uid:
+            problems.append(f"{name}'s home {home} is not owned by {name}")
+        elif info.st_mode & 0o077:
+            problems.append(f"{name}'s home {home} is open to other users (mode {stat.filemode(info.st_mode)}): "
+                            f"students could read each other's work; `sudo chmod 700 {home}`")
+    students = [users[s] for s in STUDENTS if s in users]
+    instructor = users.get(INSTRUCTOR)
+    if instructor and os.geteuid() == 0:
+        problems += filter(None, [_sandbox_problem(instructor)])
+    # The hidden tests and model answers (solutions/) and the checkout's own course folder (a local gradebook
+    # stores the source cells too) must be closed to students; the instructor reads solutions/.
+    for folder, holds in ((ROOT / "solutions", "the hidden tests and model answers"),
+                          (ROOT / "course", "a local gradebook, which stores the source cells too")):
+        if not folder.exists():
+            continue
+        info = folder.stat()
+        if info.st_mode & 0o005:
+            problems.append(f"{folder} can be read by every user on this machine, students included (it holds "
+                            f"{holds}): `sudo chmod o-rwx {folder}`")
+        for student in students:
+            if info.st_uid == student.pw_uid or (info.st_mode & 0o050 and _in_group(student, info.st_gid)):
+                problems.append(f"student {student.pw_name} can read {folder} (its owner or group)")
+    solutions = (ROOT / "solutions").stat()
+    if instructor and not (solutions.st_uid == instructor.pw_uid
+                           or (solutions.st_mode & 0o050 == 0o050 and _in_group(instructor, solutions.st_gid))):
+        group = grp.getgrgid(instructor.pw_gid).gr_name
+        problems.append(f"the instructor {INSTRUCTOR} cannot read solutions/ (the source notebooks formgrader "
+                        f"generates assignments from): `sudo chgrp {group} {ROOT / 'solutions'}` and "
+                        f"`sudo chmod 750 {ROOT / 'solutions'}`")
+    # What every user's server runs and imports: the folders on the way must be open to others. The virtualenv's
+    # interpreter is often a link into another installation (pyenv's, in root's home: closed to everyone else).
+    python = Path(os.path.realpath(sys.executable))
+    reported = set()
+    for path, fix in ((ROOT, "put the checkout where every user can reach it"),
+                      (BIN, "put the virtualenv where every user can reach it"),
+                      (next(p for p in (STATE, *STATE.parents) if p.exists()),
+                       "set POSENC_HUB_DIR to a folder every user can reach (the exchange is in it)"),
+                      (python, "it is the virtualenv's Python: make .venv from a Python every user can run "
+                               "(`rm -rf .venv && make install PYTHON=/usr/bin/python3`)"),
+                      (Path(sys.base_prefix), "the same Python's standard library must be readable by every user")):
+        closed = next((part for part in [*reversed(path.parents), path] if not part.stat().st_mode & stat.S_IXOTH),
+                      None)
+        if closed and closed not in reported:
+            problems.append(f"{closed} is closed to other users, so their servers cannot reach {path}: {fix}")
+            reported.add(closed)
+    # Nobody but root may own or write the hub's folder and the exchange's root (a student who could replace
+    # them would receive the others' submissions); the course's folder in the exchange belongs to the instructor.
+    for path in (STATE, EXCHANGE):
+        if path.is_symlink() or (path.exists() and path.stat().st_uid != 0):
+            problems.append(f"{path} must be a folder owned by root (remove it; the hub makes it)")
+    if instructor:
+        for sub in EXCHANGE_MODES:
+            path = EXCHANGE / COURSE_ID / sub if sub else EXCHANGE / COURSE_ID
+            if path.is_symlink() or (path.exists() and path.stat().st_uid != instructor.pw_uid):
+                problems.append(f"{path} exists and is not the instructor's folder: remove it (the hub makes it)")
+    return problems
+
+
+def _folder(path: Path, uid: int, gid: int, mode: int) -> None:
+    """Make the folder if missing and set its owner and mode, on the folder itself: never through a link that
+    someone put in its place (O_NOFOLLOW)."""
+    path.mkdir(exist_ok=True)
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    try:
+        os.fchown(fd, uid, gid)
+        os.fchmod(fd, mode)
+    finally:
+        os.close(fd)
+
+
+def _make_exchange(instructor) -> None:
+    """The hub's folders: its private state (root only), the exchange's root (everyone, sticky) and the course's
+    folders in it, owned by the instructor, made before any student can squat the names."""
+    STATE.parent.mkdir(parents=True, exist_ok=True)
+    for path, mode in ((STATE, 0o755), (PRIVATE, 0o700), (EXCHANGE, 0o1777)):
+        _folder(path, 0, 0, mode)
+    for sub, mode in EXCHANGE_MODES.items():
+        _folder(EXCHANGE / COURSE_ID / sub if sub else EXCHANGE / COURSE_ID, instructor.pw_uid, instructor.pw_gid,
+                mode)
+
+
+problems = _problems()
+if problems:
+    sys.exit("The course's JupyterHub cannot start here (hub/README.md):\n" + "\n".join(f"  - {p}" for p in problems))
+_make_exchange(pwd.getpwnam(INSTRUCTOR))
+
+# ---------------------------------------------------------------------------------------------------------
+# JupyterHub and its proxy, on this machine only unless POSENC_HUB_IP says otherwise (put HTTPS in front first).
+c.JupyterHub.bind_url = f"http://{IP}:{PORT}"
+c.JupyterHub.hub_bind_url = f"http://127.0.0.1:{HUB_API_PORT}"
+c.ConfigurableHTTPProxy.api_url = f"http://127.0.0.1:{PROXY_API_PORT}"
+c.ConfigurableHTTPProxy.command = [str(PROXY)]
+c.ConfigurableHTTPProxy.pid_file = str(PRIVATE / "proxy.pid")
+# The hub's state survives a restart: users, their sessions (the cookie secret), the servers it started. Users'
+# servers keep running while the hub is stopped (a restart, to change this file or upgrade, interrupts nobody's
+# kernel; the hub finds them again on start). To stop them all, use "Stop All" on the admin page (/hub/admin)
+# before stopping the hub.
+c.JupyterHub.db_url = f"sqlite:///{PRIVATE / 'jupyterhub.sqlite'}"
+c.JupyterHub.cookie_secret_file = str(PRIVATE / "jupyterhub_cookie_secret")
+c.JupyterHub.pid_file = str(PRIVATE / "jupyterhub.pid")
+c.JupyterHub.cleanup_servers = False
+
+# ---------------------------------------------------------------------------------------------------------
+# Who may log in. The default, a shared password, is for a demonstration or a test: every student logs in with
+# the same password, so a student can log in as another student. The instructor, a hub admin, has a password
+# of their own. For a class, use PAM (POSENC_HUB_AUTH=pam: each user logs in with their Unix password) or OAuth
+# with your institution's identity provider (the `oauthenticator` package; POSENC_HUB_AUTH names its
+# authenticator, configured in a jupyterhub_config.py that loads this one), and serve the hub over HTTPS.
+c.Authenticator.allowed_users = {INSTRUCTOR, *STUDENTS}
+c.Authenticator.admin_users = {INSTRUCTOR}
+c.JupyterHub.authenticator_class = AUTH
+if AUTH == "shared-password":
+    c.SharedPasswordAuthenticator.user_password = os.environ["POSENC_HUB_PASSWORD"]
+    c.SharedPasswordAuthenticator.admin_password = os.environ["POSENC_HUB_INSTRUCTOR_PASSWORD"]
+
+# ---------------------------------------------------------------------------------------------------------
+# Each user's server: JupyterLab from the project's virtualenv, started as that Unix user in their home, with
+# nbgrader configured for their role by the folder hub/jupyter/<role> (first on JUPYTER_CONFIG_PATH, so it
+# outranks the virtualenv's defaults): the instructor gets every nbgrader extension and the course's grading
+# settings; a student gets the Assignments tab and Validate, without formgrader, the course list or the
+# assignment editor.
+c.JupyterHub.spawner_class = "localprocess"
+c.Spawner.cmd = [str(BIN / "jupyterhub-singleuser")]
+c.Spawner.default_url = "/lab"
+c.Spawner.http_timeout = 120
+c.Spawner.start_timeout = 120
+
+
+def prepare_server(spawner) -> None:
+    """The environment of a user's server, by role (JupyterHub calls this before each start)."""
+    name = spawner.user.name
+    role = "instructor" if name == INSTRUCTOR else "student"
+    env = {"PATH": f"{BIN}:/usr/local/bin:/usr/bin:/bin", "JUPYTER_CONFIG_PATH": str(HUB / "jupyter" / role),
+           "POSENC_EXCHANGE_DIR": str(EXCHANGE)}
+    if role == "instructor":
+        # nbgrader's course folder (gradebook, submitted, autograded, feedback, release): private to the instructor,
+        # made by their server (hub/jupyter/instructor/nbgrader_config.py), never by root in their home.
+        env["POSENC_COURSE_DIR"] = str(Path(pwd.getpwnam(name).pw_dir) / "posenc-course")
+        env.update({key: os.environ[key] for key in INSTRUCTOR_PASSES if key in os.environ})
+    spawner.environment = {**spawner.environment, **env}
+
+
+c.Spawner.pre_spawn_hook = prepare_server
