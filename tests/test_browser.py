@@ -222,3 +222,23 @@ def test_search_finds_a_chapter(served_book, browser):
         hits = page.locator("#search-results li a, .search li a").evaluate_all("as => as.map(a => a.href)")
         assert any("06_rope" in h for h in hits), f"searching 'rotary' did not find the RoPE chapter: {hits[:10]}"
         assert not watched.outside and not watched.errors, (watched.outside, watched.errors)
+
+
+def test_search_ranks_the_chapter_first_and_shows_clean_snippets(served_book, browser):
+    """A chapter named after the word comes before the glossary's definition of it, and snippets carry
+    neither TeX source nor the page's buttons."""
+    with watched_context(browser) as watched:
+        page = watched.new_page()
+        page.goto(f"{served_book}/search.html?q=ALiBi")
+        page.wait_for_selector("#search-results li", timeout=30_000)
+        page.wait_for_function("document.querySelector('#search-results li p.context') !== null", timeout=30_000)
+        hits = page.locator("#search-results li > a").evaluate_all("as => as.map(a => a.href)")
+        assert "05_alibi" in hits[0], f"searching 'ALiBi' lists {hits[:3]} first, not the ALiBi chapter"
+        assert any("glossary" in h for h in hits[:5]), hits[:5]
+        page.wait_for_timeout(2000)  # snippets arrive one page at a time
+        snippets = page.locator("#search-results li p.context").all_inner_texts()
+        assert snippets, "no snippet"
+        for text in snippets:
+            assert "\\(" not in text and "\\frac" not in text, f"a snippet shows TeX: {text[:200]}"
+            assert "Show code" not in text and "Copy to clipboard" not in text, f"a snippet shows buttons: {text[:200]}"
+        assert not watched.outside and not watched.errors, (watched.outside, watched.errors)
