@@ -9,7 +9,7 @@ STRICT = $(shell $(PY) tools/book_build.py --strict-flags)
 
 export PYTHONHASHSEED := 0
 
-.PHONY: install system-deps assets arena arena-check book book-all book-instructor test test-unit lab hub bench lessons grade feedback export clean
+.PHONY: install system-deps assets arena arena-check book book-all book-instructor book-selfstudy book-pdf test test-unit lab hub bench lessons grade feedback export clean
 
 install: $(STAMP)
 
@@ -42,6 +42,17 @@ book-all: $(STAMP) assets
 # strict like book-all, in _build/instructor/_build/html (tools/instructor_book.py).
 book-instructor: $(STAMP) assets
 	$(PY) tools/instructor_book.py --out _build/instructor
+
+# The self-study edition: the student book with a worked solution folded under each exercise (no hidden test, no
+# rubric), its chapters staged into selfstudy/ from lessons/ and solutions/, strict like book-all, in
+# _build/selfstudy/_build/html (tools/selfstudy_book.py).
+book-selfstudy: $(STAMP) assets
+	$(PY) tools/selfstudy_book.py --out _build/selfstudy
+
+# The whole book as one PDF, _build/pdf/posenc-course.pdf: the book's pages in the order of _toc.yml, printed by
+# Debian's Chromium (headless, no browser download) and joined (tools/book_pdf.py).
+book-pdf: system-deps book
+	$(PY) tools/book_pdf.py --html _build/html --out _build/pdf/posenc-course.pdf
 
 system-deps:
 	@bash tools/system_deps.sh
@@ -102,4 +113,4 @@ bench: $(STAMP) assets
 	$(PY) -m autograder.bench
 
 clean:
-	rm -rf _build
+	rm -rf _build selfstudy

@@ -34,6 +34,8 @@ c = get_config()  # noqa: F821 (provided by traitlets when JupyterHub loads this
 
 HUB = Path(__file__).resolve().parent
 ROOT = HUB.parent
+# Folders a build fills with the model answers: the self-study edition's staged notebooks and both editions' sites
+ANSWER_EDITIONS = ("selfstudy", "_build/selfstudy", "_build/instructor")
 BIN = Path(sys.prefix) / "bin"  # the virtualenv JupyterHub runs from: its jupyterhub-singleuser and kernel
 COURSE_ID = "posenc"  # autograder/nbgrader_config.py's CourseDirectory.course_id
 PROXY = ROOT / "node_modules" / ".bin" / "configurable-http-proxy"
@@ -126,10 +128,14 @@ def _problems() -> list[str]:
     instructor = users.get(INSTRUCTOR)
     if instructor and os.geteuid() == 0:
         problems += filter(None, [_sandbox_problem(instructor)])
-    # The hidden tests and model answers (solutions/) and the checkout's own course folder (a local gradebook
-    # stores the source cells too) must be closed to students; the instructor reads solutions/.
+    # The hidden tests and model answers (solutions/), the checkout's own course folder (a local gradebook
+    # stores the source cells too) and the editions built with the model answers must be closed to students;
+    # the instructor reads solutions/.
     for folder, holds in ((ROOT / "solutions", "the hidden tests and model answers"),
-                          (ROOT / "course", "a local gradebook, which stores the source cells too")):
+                          (ROOT / "course", "a local gradebook, which stores the source cells too"),
+                          *[(ROOT / edition, "an edition built with the model answers (make book-selfstudy, "
+                                             "make book-instructor)")
+                            for edition in ANSWER_EDITIONS]):
         if not folder.exists():
             continue
         info = folder.stat()

@@ -22,6 +22,7 @@ checks of permissions, run as the students.
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import datetime
 import json
@@ -51,6 +52,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("hub")]
 CHAPTER = "02_sinusoidal"
 ARTEFACTS = ROOT / "_build" / "test-artefacts" / "hub"
 HUB_CONFIG = ROOT / "hub" / "jupyterhub_config.py"
+# The folders the hub requires closed to students besides solutions/ and course/ (read from its configuration)
+ANSWER_EDITIONS = ast.literal_eval(re.search(r"^ANSWER_EDITIONS = (.*)$", HUB_CONFIG.read_text(), re.M).group(1))
 SPAWN_TIMEOUT = 180_000  # ms: a JupyterLab starting on a loaded 2-core machine
 ACTION_TIMEOUT = 180_000  # ms: a formgrader button (generate, autograde: a sandboxed kernel)
 NBGRADER_MATHJAX = "https://cdnjs.cloudflare.com/ajax/libs/mathjax/2.7.7/"
@@ -110,10 +113,12 @@ def unix_users(homes: Path, names: list[str]):
 
 @contextlib.contextmanager
 def closed_to_students(instructor_gid: int):
-    """solutions/ readable by the instructor's group and by nobody else, and the checkout's course/ closed to
-    other users, as the hub requires (hub/README.md); the checkout's modes and groups are put back after."""
+    """solutions/ readable by the instructor's group and by nobody else, and the checkout's course/ and the
+    editions built with the model answers closed to other users, as the hub requires (hub/README.md); the
+    checkout's modes and groups are put back after."""
     saved = []
-    for folder, group in ((ROOT / "solutions", instructor_gid), (ROOT / "course", None)):
+    editions = [(ROOT / edition, None) for edition in ANSWER_EDITIONS if (ROOT / edition).exists()]
+    for folder, group in ((ROOT / "solutions", instructor_gid), (ROOT / "course", None), *editions):
         # (course/ made now if missing, closed: another test making it meanwhile would stop the hub's restart)
         folder.mkdir(mode=0o755, exist_ok=True)
         info = folder.stat()
@@ -436,12 +441,20 @@ def test_the_hub_refuses_to_start_without_its_settings():
     env = {"PATH": f"{VENV_BIN}:/usr/bin:/bin", "HOME": tempfile.gettempdir(), "LANG": "C.UTF-8",
            "POSENC_HUB_DIR": os.path.join(tempfile.gettempdir(), "posenc-hub-never-made"),
            "POSENC_HUB_STUDENTS": "posenc-no-such-user"}
-    done = subprocess.run([str(VENV_BIN / "jupyterhub"), "-f", str(HUB_CONFIG)], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=120)
+    staged = ROOT / "selfstudy"  # the self-study edition's notebooks, with the model answers, readable by all
+    made = not staged.exists()
+    staged.mkdir(mode=0o755, exist_ok=True)
+    try:
+        done = subprocess.run([str(VENV_BIN / "jupyterhub"), "-f", str(HUB_CONFIG)], cwd=ROOT, env=env,
+                              capture_output=True, text=True, timeout=120)
+    finally:
+        if made:
+            with contextlib.suppress(OSError):  # (filled meanwhile by a self-study build: then it stays)
+                staged.rmdir()
     assert done.returncode != 0
     message = done.stdout + done.stderr
     for expected in ("POSENC_HUB_INSTRUCTOR", "POSENC_HUB_PASSWORD", "POSENC_HUB_INSTRUCTOR_PASSWORD",
-                     "there is no Unix user 'posenc-no-such-user'"):
+                     "there is no Unix user 'posenc-no-such-user'", f"{staged} can be read by every user"):
         assert expected in message, f"{expected!r} not in the hub's refusal:\n{message[-3000:]}"
     assert not os.path.exists(env["POSENC_HUB_DIR"]), "a hub that refused to start made its folders anyway"
 

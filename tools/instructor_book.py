@@ -7,6 +7,9 @@ It writes a table of contents and a configuration beside the output (every lesso
 _toc.yml replaced by solutions/<ch>/<ch>) and runs the same strict build as `make book-all`. The HTML lands in
 <out>/_build/html. Exercise cells keep their `skip-execution` tag, so the book shows the solutions without
 running them, exactly as the student book shows the stubs.
+
+Another edition of the book (tools/selfstudy_book.py) is built the same way: an `Edition` names the folder its
+chapters are read from and the words added to the book's title, and `build` does the rest.
 """
 
 from __future__ import annotations
@@ -15,7 +18,9 @@ import argparse
 import re
 import subprocess
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import yaml
 
@@ -24,8 +29,36 @@ from book_build import ROOT, STRICT
 LESSON = re.compile(r"^lessons/([^/]+)/\1$")
 
 
-def instructor_toc(toc: dict, chapters: list[str] | None = None) -> dict:
-    """The book's TOC with chapters taken from solutions/; with `chapters`, only those chapters are kept."""
+@dataclass(frozen=True)
+class Edition:
+    """A version of the book whose chapters are read from ``folder``/<ch>/<ch> instead of lessons/<ch>/<ch>;
+    its title ends with "(``name``)". ``config`` is merged into the book's configuration (dicts key by key);
+    ``prepare(chapters)``, if given, writes the chapters' sources into ``folder`` before the build."""
+
+    name: str
+    folder: str
+    config: dict = field(default_factory=dict)
+    prepare: Callable[[list[str] | None], object] | None = None
+
+
+INSTRUCTOR = Edition("instructor edition", "solutions")
+
+
+def merged(base: dict, extra: dict) -> dict:
+    """``base`` updated by ``extra``, dicts merged key by key and lists appended to."""
+    out = dict(base)
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merged(out[key], value)
+        elif isinstance(value, list) and isinstance(out.get(key), list):
+            out[key] = out[key] + [v for v in value if v not in out[key]]
+        else:
+            out[key] = value
+    return out
+
+
+def edition_toc(toc: dict, edition: Edition = INSTRUCTOR, chapters: list[str] | None = None) -> dict:
+    """The book's TOC with chapters taken from the edition's folder; with `chapters`, only those are kept."""
 
     def convert(entries):
         kept = []
@@ -34,7 +67,7 @@ def instructor_toc(toc: dict, chapters: list[str] | None = None) -> dict:
             if match:
                 if chapters is not None and match.group(1) not in chapters:
                     continue
-                entry = {**entry, "file": f"solutions/{match.group(1)}/{match.group(1)}"}
+                entry = {**entry, "file": f"{edition.folder}/{match.group(1)}/{match.group(1)}"}
             kept.append(entry)
         return kept
 
@@ -47,11 +80,13 @@ def instructor_toc(toc: dict, chapters: list[str] | None = None) -> dict:
     return toc
 
 
-def instructor_config(config: dict) -> dict:
-    """The book's configuration reading solutions/ instead of lessons/, with absolute extension paths."""
-    config = yaml.safe_load(yaml.safe_dump(config))  # a deep copy
-    config["title"] = f"{config.get('title', '')} (instructor edition)".strip()
-    excluded = [p for p in config.get("exclude_patterns", []) if not p.startswith("solutions")]
+def edition_config(config: dict, edition: Edition = INSTRUCTOR) -> dict:
+    """The book's configuration reading the edition's folder instead of lessons/, with absolute extension
+    paths."""
+    config = merged(yaml.safe_load(yaml.safe_dump(config)), edition.config)  # a deep copy, then the edition's
+    config["title"] = f"{config.get('title', '')} ({edition.name})".strip()
+    folder = edition.folder.rstrip("/")
+    excluded = [p for p in config.get("exclude_patterns", []) if p.split("/")[0] != folder]
     config["exclude_patterns"] = excluded + ["lessons/**"]
     cache = config.get("execute", {}).get("cache")
     if cache:
@@ -62,19 +97,25 @@ def instructor_config(config: dict) -> dict:
     return config
 
 
-def write_sources(out: Path, chapters: list[str] | None = None) -> tuple[Path, Path]:
+def write_sources(out: Path, chapters: list[str] | None = None,
+                  edition: Edition = INSTRUCTOR) -> tuple[Path, Path]:
     """Write <out>/_toc.yml and <out>/_config.yml; return their paths."""
     out.mkdir(parents=True, exist_ok=True)
-    toc = instructor_toc(yaml.safe_load((ROOT / "_toc.yml").read_text()), chapters)
-    config = instructor_config(yaml.safe_load((ROOT / "_config.yml").read_text()))
+    toc = edition_toc(yaml.safe_load((ROOT / "_toc.yml").read_text()), edition, chapters)
+    config = edition_config(yaml.safe_load((ROOT / "_config.yml").read_text()), edition)
     toc_path, config_path = out / "_toc.yml", out / "_config.yml"
     toc_path.write_text(yaml.safe_dump(toc, sort_keys=False))
     config_path.write_text(yaml.safe_dump(config, sort_keys=False))
     return toc_path, config_path
 
 
-def build(out: Path, chapters: list[str] | None = None, cache: Path | None = None) -> subprocess.CompletedProcess:
-    toc_path, config_path = write_sources(out, chapters)
+def build(out: Path, chapters: list[str] | None = None, cache: Path | None = None,
+          edition: Edition = INSTRUCTOR) -> subprocess.CompletedProcess:
+    """The edition built strictly into <out>/_build/html, re-reading every page (`make book-all`'s flags);
+    `cache`: another jupyter-cache folder than the book's."""
+    if edition.prepare is not None:
+        edition.prepare(chapters)
+    toc_path, config_path = write_sources(out, chapters, edition)
     if cache is not None:
         config = yaml.safe_load(config_path.read_text())
         config["execute"]["cache"] = str(cache)
@@ -85,17 +126,18 @@ def build(out: Path, chapters: list[str] | None = None, cache: Path | None = Non
                           cwd=ROOT, capture_output=True, text=True)
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=ROOT / "_build" / "instructor")
+def main(argv=None, edition: Edition = INSTRUCTOR, out: Path = ROOT / "_build" / "instructor",
+         description: str = __doc__) -> int:
+    parser = argparse.ArgumentParser(description=description.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=out)
     parser.add_argument("--chapters", nargs="*", help="only these chapters (default: every chapter of _toc.yml)")
     args = parser.parse_args(argv)
     out = args.out.resolve()
-    result = build(out, args.chapters)
+    result = build(out, args.chapters, edition=edition)
     sys.stdout.write(result.stdout)
     sys.stderr.write(result.stderr)
     if result.returncode == 0:
-        print(f"instructor edition: {out / '_build' / 'html' / 'index.html'}")
+        print(f"{edition.name}: {out / '_build' / 'html' / 'index.html'}")
     return result.returncode
 
 
