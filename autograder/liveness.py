@@ -8,6 +8,7 @@ student's notebook (``cell_names``).
 from __future__ import annotations
 
 import ast
+import functools
 
 # Cells longer than this are not analysed (treated like a cell that does not parse: every cell before them
 # runs). No course cell comes near it; a student's 20 MB cell would cost the grader minutes and gigabytes.
@@ -161,19 +162,33 @@ def _block(stmts, killed: _Rebound) -> tuple[set[str], set[str], set[str]]:
     return binds, kills, reads
 
 
-def cell_names(source: str) -> tuple[set[str], set[str], set[str]] | None:
+CACHED_SOURCE = 20_000  # cells up to this size are remembered (at most CACHED_CELLS of them)
+CACHED_CELLS = 1024
+
+
+def cell_names(source: str) -> tuple[frozenset[str], frozenset[str], frozenset[str]] | None:
     """``(binds, kills, reads)`` of a cell in the global scope: every name it may bind, the names it always
     rebinds, and the names it may read before rebinding them; None if the cell cannot be parsed. IPython
-    syntax (magics, ``!``) is translated first. A cell over ``MAX_SOURCE`` characters gives None too."""
-    from IPython.core.inputtransformer2 import TransformerManager
+    syntax (magics, ``!``) is translated first. A cell over ``MAX_SOURCE`` characters gives None too.
 
+    Small cells are remembered by source: a grading worker analyses the same instructor's cells in every
+    submission (a bounded cache: a submission full of large cells cannot fill the worker's memory)."""
     if len(source) > MAX_SOURCE:
         return None
+    return _remembered_names(source) if len(source) <= CACHED_SOURCE else _names(source)
+
+
+def _names(source: str):
+    from IPython.core.inputtransformer2 import TransformerManager
+
     try:
         tree = ast.parse(TransformerManager().transform_cell(source))
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
-    return _block(tree.body, _Rebound())
+    return tuple(frozenset(names) for names in _block(tree.body, _Rebound()))
+
+
+_remembered_names = functools.lru_cache(maxsize=CACHED_CELLS)(_names)
 
 
 DEMO_TAG = "demo"
