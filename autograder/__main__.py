@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import course
+from . import course, gradebook
 from .commands import export, feedback, grade, release, scan, validate
 
 
@@ -44,7 +44,14 @@ def main(argv=None) -> int:
     scn = sub.add_parser("scan", help="list suspicious code in submissions (for a human to look at)")
     scn.add_argument("submissions", help="folder laid out <student_id>/<chapter>/<chapter>.ipynb")
     args = parser.parse_args(argv)
+    try:
+        return _run(args)
+    except gradebook.Unavailable as exc:  # the gradebook's URL is unusable or its database server does not answer
+        print(f"ERROR {exc}")
+        return 2
 
+
+def _run(args) -> int:
     if args.command == "release":
         for path in release.release(args.assignments or None):
             print(f"wrote {path.relative_to(course.ROOT)}")

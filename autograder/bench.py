@@ -13,17 +13,30 @@
 
 Grading in 1 and 2 is sandboxed, as ``grade`` is by default.
 
+``--class-scale N`` measures instead how a class scales (``class_scale``): the floor of 1 per chapter, then a
+generated class of N submissions (students x chapters: each student hands in every chapter, perfect, partial or
+blank) graded by ``python -m autograder grade`` with each ``--jobs`` value on the gradebooks ``--db`` names
+(SQLite, a PostgreSQL server started for the run, or both); for each run the throughput (submissions per hour)
+and the wall time over the floor's ideal (the chapters' floors summed over the class, divided by min(jobs,
+cores)), with the load average before and after. ``--json FILE`` also writes the numbers (the instructor guide's
+are in book/data/class_scale.json).
+
 Everything runs in temporary course folders; nothing of the real course/ is touched. The submissions are the
-tests' synthetic class (tests/synthetic/), taken from the checkout by ``synthetic_builder``: the benchmark needs
-a checkout anyway (solutions/, lessons/), and no module of the package imports test data.
+tests' synthetic class (tests/synthetic/), taken from the checkout by ``synthetic_builder``, and the PostgreSQL
+server is the tests' throwaway one (tests/postgres.py): the benchmark needs a checkout anyway (solutions/,
+lessons/), and no module of the package imports test data.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
+import datetime
 import importlib
+import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -32,6 +45,7 @@ import time
 from pathlib import Path
 
 import nbformat
+import nbgrader.api
 
 from . import config, course, gradebook, preprocessors, submissions
 
@@ -43,12 +57,16 @@ def _load():
         return float("nan")
 
 
-def synthetic_builder():
-    """``Builder`` of tests/synthetic (the generated submissions the tests grade), imported from the checkout."""
+def _from_tests(module: str):
     tests = str(course.ROOT / "tests")
     if tests not in sys.path:
         sys.path.insert(0, tests)
-    return importlib.import_module("synthetic").Builder
+    return importlib.import_module(module)
+
+
+def synthetic_builder():
+    """``Builder`` of tests/synthetic (the generated submissions the tests grade), imported from the checkout."""
+    return _from_tests("synthetic").Builder
 
 
 def per_submission(names, repeat: int, workdir: Path, builder) -> list[dict]:
@@ -110,15 +128,93 @@ def make_class(names, size: int, folder: Path, builder) -> None:
         nbformat.write(made[(name, kind)], path)
 
 
-def whole_class(folder: Path, jobs: int, workdir: Path) -> float:
-    env = {**os.environ, "POSENC_COURSE_DIR": str(workdir / f"class_jobs{jobs}")}
+def whole_class(folder: Path, jobs: int, workdir: Path, db_url: str | None = None,
+                label: str = "") -> tuple[float, float]:
+    """Wall seconds of `python -m autograder grade FOLDER --jobs JOBS` in a new course folder, on the SQLite
+    gradebook or on the database ``db_url`` names, and the seconds of its autograde phase alone (what it prints
+    as "autograded in"; the rest is the sandbox's check, putting the chapters in the gradebook, copying the
+    submissions in and reading the scores back)."""
+    env = {k: v for k, v in os.environ.items() if k != gradebook.ENV}
+    env["POSENC_COURSE_DIR"] = str(workdir / f"class_jobs{jobs}{label}")
+    if db_url:
+        env[gradebook.ENV] = db_url
     start = time.perf_counter()
     result = subprocess.run([sys.executable, "-m", "autograder", "grade", str(folder), "--jobs", str(jobs)],
                             cwd=course.ROOT, env=env, capture_output=True, text=True)
     seconds = time.perf_counter() - start
     if result.returncode:
         raise SystemExit(f"grading the class with --jobs {jobs} failed:\n{result.stdout[-3000:]}{result.stderr[-3000:]}")
-    return seconds
+    autograded = re.search(r"^autograded in ([0-9.]+) s$", result.stdout, re.M)
+    return seconds, float(autograded.group(1)) if autograded else float("nan")
+
+
+def make_students(names, size: int, folder: Path, builder) -> dict[str, int]:
+    """A class of ``size`` submissions as a course has them: student k hands in every chapter of ``names`` in
+    turn (the last student may hand in fewer), a perfect, partial or blank notebook by student (k mod 3).
+    Returns the number of submissions per chapter."""
+    builders = {name: builder(name) for name in names}
+    made, per_chapter = {}, dict.fromkeys(names, 0)
+    for i in range(size):
+        student, name = i // len(names), names[i % len(names)]
+        kind = ("perfect", "partial", "blank")[student % 3]
+        if (name, kind) not in made:
+            made[(name, kind)] = getattr(builders[name], kind)().notebook
+        path = folder / f"s{student:04d}" / name / f"{name}.ipynb"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        nbformat.write(made[(name, kind)], path)
+        per_chapter[name] += 1
+    return per_chapter
+
+
+def graded_count(db_url: str) -> int:
+    """Submissions in a gradebook (each run's check that none was lost)."""
+    with gradebook.session(), nbgrader.api.Gradebook(db_url, "posenc") as gb:
+        return sum(len(a.submissions) for a in gb.assignments)
+
+
+def class_scale(names, size: int, dbs, jobs_values, floors: dict[str, float], workdir: Path, builder) -> dict:
+    """Grade a generated class of ``size`` submissions with each --jobs value on each gradebook of ``dbs``
+    ("sqlite", "postgres"); returns the numbers (``--json``'s content)."""
+    folder = workdir / "scale_class"
+    per_chapter = make_students(names, size, folder, builder)
+    floor_total = sum(floors[name] * n for name, n in per_chapter.items())
+    cores = os.cpu_count() or 1
+    runs = []
+    with contextlib.ExitStack() as stack:
+        server = None
+        if "postgres" in dbs:
+            postgres = _from_tests("postgres")
+            if postgres.missing():
+                raise SystemExit(f"--db postgres: {postgres.missing()}")
+            server = stack.enter_context(postgres.Server.started())
+        for jobs in jobs_values:
+            for db in dbs:
+                label = f"_{db}"
+                if db == "postgres":
+                    db_url = server.create_database(f"class_jobs{jobs}")
+                    read_url = db_url
+                else:
+                    db_url = None
+                    read_url = f"sqlite:///{workdir / f'class_jobs{jobs}{label}' / 'gradebook.db'}"
+                load_before = _load()
+                seconds, autograding = whole_class(folder, jobs, workdir, db_url, label)
+                load_after = _load()
+                graded = graded_count(read_url)
+                if graded != size:
+                    raise SystemExit(f"--db {db} --jobs {jobs}: {graded} of {size} submissions in the gradebook")
+                ideal = floor_total / min(jobs, cores)
+                runs.append({"db": db, "jobs": jobs, "seconds": round(seconds, 1),
+                             "autograde_seconds": round(autograding, 1), "graded": graded,
+                             "per_hour": round(size / seconds * 3600), "floor_ideal_seconds": round(ideal, 1),
+                             "ratio_to_floor": round(seconds / ideal, 2), "load_before": round(load_before, 2),
+                             "load_after": round(load_after, 2)})
+                print(f"  {db:8s} --jobs {jobs}: {seconds:.0f} s (autograde {autograding:.0f} s), "
+                      f"{size / seconds * 3600:.0f} submissions/hour, "
+                      f"{seconds / ideal:.2f} x the floor's {ideal:.0f} s (load {load_before:.1f} -> "
+                      f"{load_after:.1f})", flush=True)
+    return {"submissions": size, "students": -(-size // len(names)), "chapters": list(names),
+            "per_chapter": per_chapter, "cpus": cores, "floor_seconds": {n: round(floors[n], 2) for n in names},
+            "floor_total_seconds": round(floor_total, 1), "runs": runs}
 
 
 def alternating(name: str, configs: dict, repeat: int, workdir: Path, builder) -> dict:
@@ -186,10 +282,28 @@ def main(argv=None) -> int:
                         help="chapters whose grader-decided/kernel-decided ratio is measured (default: all)")
     parser.add_argument("--sandbox-chapter", default=None,
                         help="chapter whose sandboxed/unsandboxed ratio is measured (default: the first; '' skips)")
+    parser.add_argument("--class-scale", type=int, default=None, metavar="N",
+                        help="instead of the above: grade a class of N submissions (students x --chapters) with each "
+                             "--jobs value on each --db gradebook, and report its throughput")
+    parser.add_argument("--db", choices=("sqlite", "postgres", "both"), default="both",
+                        help="the gradebook(s) --class-scale grades into (postgres: a server started for the run)")
+    parser.add_argument("--json", type=Path, help="with --class-scale: also write its numbers to this file")
     args = parser.parse_args(argv)
     names = args.chapters or course.assignments()
+    unknown = [n for n in names if n not in course.assignments()]
+    if unknown:
+        parser.error(f"--chapters: no chapter {unknown[0]!r}; the chapters are {', '.join(course.assignments())}")
+    if any(j < 1 for j in args.jobs):
+        parser.error(f"--jobs: each value must be at least 1, got {' '.join(map(str, args.jobs))}")
+    if args.class_scale is not None and args.class_scale < 1:
+        parser.error(f"--class-scale: the number of submissions must be at least 1, got {args.class_scale}")
+    if args.json and not args.class_scale:
+        parser.error("--json: only --class-scale writes its numbers to a file")
+    os.environ.pop(gradebook.ENV, None)  # the bench grades into gradebooks of its own, never the course's
     builder = synthetic_builder()
     print(f"{os.cpu_count()} CPUs, load average {_load():.1f} at start")
+    if args.class_scale:
+        return scale_main(args, names, builder)
     with tempfile.TemporaryDirectory(prefix="posenc-bench-") as tmp:
         workdir = Path(tmp)
         print(f"autograde seconds per submission (median of {args.repeat}):", flush=True)
@@ -205,7 +319,7 @@ def main(argv=None) -> int:
                   f"(`python -m autograder grade CLASS --jobs N`):", flush=True)
             timings = {}
             for jobs in args.jobs:
-                timings[jobs] = whole_class(folder, jobs, workdir)
+                timings[jobs] = whole_class(folder, jobs, workdir)[0]
                 print(f"  --jobs {jobs}: {timings[jobs]:.0f} s ({timings[jobs] / args.class_size:.1f} s per "
                       f"submission)", flush=True)
             if 1 in timings:
@@ -227,6 +341,45 @@ def main(argv=None) -> int:
                 row = verdict_cost(name, args.repeat, workdir / "verdict" / name, builder)
                 print(f"| {name} | {row['outside']:.2f} | {row['kernel']:.2f} | {row['ratio']:.2f} |", flush=True)
     print(f"load average {_load():.1f} at the end")
+    return 0
+
+
+GRADEBOOKS = {"sqlite": "SQLite", "postgres": "PostgreSQL"}
+
+
+def scale_table(result: dict) -> str:
+    """The runs of ``--class-scale`` as the markdown table the instructor guide shows (and its test compares)."""
+    lines = ["| gradebook | `--jobs` | wall time (s) | submissions per hour | over the floor's ideal | load average "
+             "before → after |", "|---|---|---|---|---|---|"]
+    lines += [f"| {GRADEBOOKS[r['db']]} | {r['jobs']} | {r['seconds']:.0f} | {r['per_hour']} | "
+              f"{r['ratio_to_floor']:.2f} | {r['load_before']:.1f} → {r['load_after']:.1f} |" for r in result["runs"]]
+    return "\n".join(lines)
+
+
+def scale_main(args, names, builder) -> int:
+    """``--class-scale N``: the chapters' floors, then the class graded with each --jobs on each --db."""
+    dbs = ["sqlite", "postgres"] if args.db == "both" else [args.db]
+    started = datetime.datetime.now(datetime.timezone.utc)
+    load_start = _load()
+    with tempfile.TemporaryDirectory(prefix="posenc-bench-") as tmp:
+        workdir = Path(tmp)
+        print(f"the floor per chapter: an empty notebook's autograde (median of {args.repeat}):", flush=True)
+        rows = per_submission(names, args.repeat, workdir, builder)
+        floors = {r["chapter"]: r["empty"] for r in rows}
+        names = [r["chapter"] for r in rows]
+        print(f"\na class of {args.class_scale} submissions ({', '.join(names)}) graded by `python -m autograder "
+              f"grade CLASS --jobs N`, sandboxed:", flush=True)
+        result = class_scale(names, args.class_scale, dbs, args.jobs, floors, workdir, builder)
+    result = {"command": "python -m autograder.bench " + " ".join(
+                  ["--class-scale", str(args.class_scale), "--db", args.db, "--repeat", str(args.repeat),
+                   "--jobs", *map(str, args.jobs), "--chapters", *names]),
+              "date": started.strftime("%Y-%m-%d"), "load_start": round(load_start, 2),
+              "load_end": round(_load(), 2), **result}
+    print(f"load average {result['load_end']:.1f} at the end\n\n{scale_table(result)}")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(result, indent=1) + "\n")
+        print(f"wrote {args.json}")
     return 0
 
 

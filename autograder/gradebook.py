@@ -1,19 +1,27 @@
-"""The gradebook: nbgrader's SQLite database and its API, opened the one way grading needs, and what the
-commands put into it (assignments, students) and read back (scores).
+"""The gradebook: nbgrader's database (an SQLite file by default, or a PostgreSQL server named by
+``POSENC_DB_URL``) and its API, opened the one way grading needs, and what the commands put into it
+(assignments, students) and read back (scores).
 
 nbgrader runs ``alembic`` (its database migrations) as a program, and SQLite makes a writer wait only 5 s for
 another's lock. Every use of nbgrader here goes through ``session()``, which for its duration puts this
 environment's bin/ on PATH (even when Python was started without activating the virtualenv, as `make` does),
-makes nbgrader's SQLite engines wait up to 10 minutes for a lock, and silences nbgrader's SQLAlchemy chatter;
-on leaving it, all three are as they were.
+makes nbgrader's SQLite engines wait up to 10 minutes for a lock (and its PostgreSQL engines give up connecting
+after 10 s instead of waiting for the operating system's TCP timeout), and silences nbgrader's SQLAlchemy
+chatter; on leaving it, all three are as they were.
+
+A database server can stop answering, which a file cannot: ``check`` refuses a URL nbgrader cannot use and a
+server that does not answer, in one line that names the URL without its password and says what to do
+(``Unavailable``); the commands call it before they start, and ``autograde`` when a submission fails.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib.util
 import json
 import os
+import re
 import sys
 import warnings
 from dataclasses import dataclass, field
@@ -22,23 +30,106 @@ from pathlib import Path
 import nbformat
 import nbgrader.api
 import sqlalchemy
+import sqlalchemy.exc
 from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.apps import NbGraderAPI
 from nbgrader.coursedir import CourseDirectory
+from sqlalchemy.engine import make_url
 
 from . import course
 
 _BIN = str(Path(sys.executable).parent)
 SQLITE_WAIT = 600  # seconds a worker waits for another's write to the gradebook (SQLite's default: 5)
+CONNECT_TIMEOUT = 10  # seconds to reach a database server before saying it does not answer
+ENV = "POSENC_DB_URL"  # the environment variable that names the gradebook (autograder/nbgrader_config.py)
+ALLOWED = ("sqlite:///PATH (the default: gradebook.db in the course folder) or "
+           "postgresql+psycopg2://USER:PASSWORD@HOST:PORT/DATABASE")
 
 
 def _waiting_engine(url, *args, **kwargs):
     """sqlalchemy.create_engine, with SQLite connections that wait SQLITE_WAIT seconds for a lock instead of
-    failing with "database is locked". SQLite serialises writers itself (each write is a transaction; nbgrader
-    commits after each grade); this only lengthens the wait."""
-    if str(url).startswith("sqlite"):
+    failing with "database is locked", and PostgreSQL connections that give up after CONNECT_TIMEOUT seconds.
+    SQLite serialises writers itself (each write is a transaction; nbgrader commits after each grade); this only
+    lengthens the wait. PostgreSQL locks rows, not the file: parallel workers' writes to different submissions
+    do not wait for each other."""
+    backend = make_url(str(url)).get_backend_name()
+    if backend == "sqlite":
         kwargs.setdefault("connect_args", {}).setdefault("timeout", SQLITE_WAIT)
+    elif backend == "postgresql":
+        kwargs.setdefault("connect_args", {}).setdefault("connect_timeout", CONNECT_TIMEOUT)
     return sqlalchemy.create_engine(url, *args, **kwargs)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Which database, and whether it answers.
+
+class Unavailable(Exception):
+    """The gradebook's database cannot be used; the message is one line: which database, why, what to do."""
+
+
+def shown(url) -> str:
+    """The database URL with its password replaced by ***, for messages."""
+    try:
+        return make_url(str(url)).render_as_string(hide_password=True)
+    except (sqlalchemy.exc.ArgumentError, ValueError):
+        return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", str(url))
+
+
+def _setting(url) -> str:
+    """Where the URL was set: the environment variable, or nbgrader's configuration."""
+    return ENV if os.environ.get(ENV) == str(url) else "c.CourseDirectory.db_url"
+
+
+def url_problem(url) -> str | None:
+    """Why nbgrader cannot use ``url`` as the gradebook here (one line), or None."""
+    setting = f"{_setting(url)}={shown(url)!r}"
+    try:
+        parsed = make_url(str(url))
+    except (sqlalchemy.exc.ArgumentError, ValueError):
+        return f"{setting} is not a database URL: use {ALLOWED}"
+    backend, _, driver = parsed.drivername.partition("+")
+    if backend == "sqlite":
+        return None if parsed.database else f"{setting} names no file: use {ALLOWED}"
+    if backend not in ("postgresql", "postgres"):
+        return f"{setting}: the gradebook cannot be a {backend} database here; use {ALLOWED}"
+    if (backend, driver) != ("postgresql", "psycopg2"):
+        asked = f"the driver {driver!r}" if driver else "SQLAlchemy's default driver (psycopg 3)"
+        return (f"{setting} asks for {asked}, which this environment does not have: write "
+                "postgresql+psycopg2://USER:PASSWORD@HOST:PORT/DATABASE (psycopg2-binary is in requirements.txt)")
+    if not (parsed.database and parsed.host):
+        return f"{setting} needs a host and a database: use {ALLOWED}"
+    if importlib.util.find_spec("psycopg2") is None:
+        return (f"{setting} needs the psycopg2 package, which this environment does not have: `make install` "
+                "(requirements.txt pins psycopg2-binary)")
+    return None
+
+
+def unreachable(url) -> str | None:
+    """Why the database server of ``url`` does not answer (one line: the URL without its password, the reason,
+    what to do), or None. An SQLite file always answers (nbgrader creates it)."""
+    if url_problem(url) or make_url(str(url)).get_backend_name() == "sqlite":
+        return None
+    engine = _waiting_engine(str(url), poolclass=sqlalchemy.pool.NullPool)
+    try:
+        with engine.connect():
+            return None
+    except sqlalchemy.exc.DBAPIError as exc:
+        text = str(exc.orig or exc).strip()
+        reason = " ".join(text.splitlines()[0].split()) if text else type(exc).__name__
+        reason = re.sub(r'^connection to server at "[^"]*"( \([^)]*\))?, port \d+ failed: ', "", reason)
+        return (f"the gradebook database {shown(url)} cannot be opened ({reason}): check that its PostgreSQL "
+                f"server is running and that {_setting(url)} is right, then run the command again; the grades "
+                "already in it are kept")
+    finally:
+        engine.dispose()
+
+
+def check(cfg) -> None:
+    """Raise ``Unavailable`` when the course's gradebook URL is unusable or its server does not answer."""
+    url = cfg.CourseDirectory.db_url
+    problem = url_problem(url) or unreachable(url)
+    if problem:
+        raise Unavailable(problem)
 
 
 @contextlib.contextmanager
@@ -62,10 +153,19 @@ def session():
 
 @contextlib.contextmanager
 def opened(cfg, course_id: bool = True):
-    """The course's gradebook, open for the block (inside a ``session``)."""
-    with session(), Gradebook(cfg.CourseDirectory.db_url,
-                              *([cfg.CourseDirectory.course_id] if course_id else [])) as gb:
-        yield gb
+    """The course's gradebook, open for the block (inside a ``session``). A database server that does not
+    answer raises ``Unavailable``."""
+    url = cfg.CourseDirectory.db_url
+    with session():
+        try:
+            gb = Gradebook(url, *([cfg.CourseDirectory.course_id] if course_id else []))
+        except sqlalchemy.exc.OperationalError:
+            problem = unreachable(url)
+            if problem:
+                raise Unavailable(problem) from None
+            raise
+        with gb:
+            yield gb
 
 
 def api(cfg) -> NbGraderAPI:

@@ -15,7 +15,10 @@ c.CourseDirectory.release_directory = "lessons"
 c.CourseDirectory.submitted_directory = os.path.join(COURSE, "submitted")
 c.CourseDirectory.autograded_directory = os.path.join(COURSE, "autograded")
 c.CourseDirectory.feedback_directory = os.path.join(COURSE, "feedback")
-c.CourseDirectory.db_url = "sqlite:///" + os.path.join(COURSE, "gradebook.db")
+# The gradebook: an SQLite file in the course folder, or the database POSENC_DB_URL names (a PostgreSQL server that
+# several graders share: postgresql+psycopg2://USER:PASSWORD@HOST:PORT/DATABASE). A root nbgrader_config.py may set
+# c.CourseDirectory.db_url after loading this file instead. autograder/gradebook.py checks the URL before grading.
+c.CourseDirectory.db_url = os.environ.get("POSENC_DB_URL") or "sqlite:///" + os.path.join(COURSE, "gradebook.db")
 # Only the notebooks are part of an assignment; nothing else in the source folder is released.
 c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", ".*"]
 

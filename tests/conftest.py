@@ -10,6 +10,10 @@ import pytest
 
 from support import CHROMIUM, CHROMIUM_ARGS, build_book
 
+# Every test names its own gradebook: an instructor's POSENC_DB_URL (a shared PostgreSQL gradebook) must not send
+# the tests' grades there. The PostgreSQL tests pass theirs to the commands they run.
+os.environ.pop("POSENC_DB_URL", None)
+
 
 @pytest.fixture(scope="session")
 def built_book(tmp_path_factory):
@@ -29,6 +33,21 @@ def built_book(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def built_selfstudy(built_book, tmp_path_factory):
+    """The self-study edition (tools/selfstudy_book.py, `make book-selfstudy`) built strictly once per session.
+    It comes after the student book, whose execution cache serves it (its code cells are the lessons'), so it
+    executes nothing again. Returns (html_dir, build_log); tests that use it carry xdist_group("book")."""
+    import selfstudy_book  # tools/ is on the path (support.py)
+
+    out = tmp_path_factory.mktemp("selfstudy")
+    result = selfstudy_book.build(out)
+    log = result.stdout + result.stderr
+    if result.returncode != 0:
+        pytest.fail(f"the strict build of the self-study edition failed:\n{log[-6000:]}")
+    return out / "_build" / "html", log
+
+
+@pytest.fixture(scope="session")
 def browser():
     """Debian's Chromium driven by Playwright (which never downloads a browser of its own)."""
     if not Path(CHROMIUM).exists():
@@ -39,3 +58,17 @@ def browser():
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         yield browser
         browser.close()
+
+
+@pytest.fixture
+def postgres_server():
+    """A real PostgreSQL server of the test's own (tests/postgres.py): a cluster made by initdb in a temporary
+    folder, on 127.0.0.1 and a free port, run by an unprivileged user when the tests run as root; stopped and
+    deleted after the test. ``create_database(name)`` gives a gradebook URL."""
+    import postgres
+
+    why = postgres.missing()
+    if why:
+        pytest.fail(why)
+    with postgres.Server.started() as server:
+        yield server

@@ -12,6 +12,7 @@ from .. import config, course, gradebook
 
 def export(to: str | None = None, out=print) -> Path:
     cfg = config.load_config()
+    gradebook.check(cfg)
     path = Path(to) if to else course.course_dir() / "grades.csv"
     path.parent.mkdir(parents=True, exist_ok=True)
     plugin = CsvExportPlugin(config=cfg)

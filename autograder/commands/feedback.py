@@ -12,6 +12,7 @@ from .. import config, gradebook
 def feedback(assignments=None, out=print) -> int:
     """Returns 1 if nbgrader could not make the feedback of a chapter, 0 otherwise."""
     cfg = config.load_config()
+    gradebook.check(cfg)
     api = gradebook.api(cfg)
     autograded = Path(cfg.CourseDirectory.autograded_directory)
     names = assignments or sorted({p.name for p in autograded.glob("*/*") if p.is_dir()})

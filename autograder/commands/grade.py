@@ -12,7 +12,7 @@ from .. import autograde, config, course, gradebook, report, submissions
 
 def grade(folder, jobs: int = 1, assignments=None, out=print, unsandboxed: bool = False) -> int:
     """Returns the exit status: 1 if any submission could not be graded, 2 if grading was refused because no
-    sandbox is available and ``unsandboxed`` was not given, 0 otherwise."""
+    sandbox is available and ``unsandboxed`` was not given or the gradebook cannot be opened, 0 otherwise."""
     if config.refused(unsandboxed, out):
         return 2
     found, errors = submissions.find_submissions(Path(folder), assignments)
@@ -22,6 +22,19 @@ def grade(folder, jobs: int = 1, assignments=None, out=print, unsandboxed: bool 
         out("no gradable submissions found")
         return 1
     cfg = config.load_config(sandboxed=not unsandboxed)
+    try:
+        gradebook.check(cfg)
+    except gradebook.Unavailable as exc:
+        out(f"ERROR nobody was graded: {exc}")
+        return 2
+    try:
+        return _grade(found, errors, cfg, jobs, out)
+    except gradebook.Unavailable as exc:  # the database server stopped answering between two steps
+        out(f"ERROR {exc}")
+        return 1
+
+
+def _grade(found, errors, cfg, jobs, out) -> int:
     with gradebook.session():
         failures = gradebook.sync_assignments(sorted({s.assignment for s in found}), cfg)
         for message in failures.values():
@@ -42,6 +55,11 @@ def grade(folder, jobs: int = 1, assignments=None, out=print, unsandboxed: bool 
                                                              f"{'ok' if r['success'] else 'FAILED'} "
                                                              f"({r['seconds']:.1f} s)"))
         out(f"autograded in {time.perf_counter() - start:.1f} s")
+        down = next((r["unavailable"] for r in results if r.get("unavailable")), None)
+        if down:  # one line for the database, not one per submission it failed
+            out(f"ERROR grading stopped after {sum(r['success'] for r in results)} of {len(results)} submissions: "
+                f"{down}")
+            return 1
         for r in results:
             if r["success"]:
                 continue
