@@ -88,25 +88,26 @@ def per_submission(names, repeat: int, workdir: Path, builder) -> list[dict]:
     rows = []
     for name in names:
         notebooks = {"empty": empty, "correct": builder(name).perfect().notebook}
-        times = {}
+        subs = {}
         for kind, nb in notebooks.items():
             student = f"bench_{kind}"
             gradebook.register_students([student], cfg)
             folder = workdir / "in" / student / name
             folder.mkdir(parents=True, exist_ok=True)
             nbformat.write(nb, folder / f"{name}.ipynb")
-            sub = submissions.Submission(student, name, folder)
-            samples = []
-            for _ in range(repeat):
+            subs[kind] = submissions.Submission(student, name, folder)
+        samples = {kind: [] for kind in notebooks}
+        for _ in range(repeat):  # alternating, so that a change of the machine's load hits both kinds alike
+            for kind, sub in subs.items():
                 submissions.copy_in(sub, cfg)
                 start = time.perf_counter()
                 with gradebook.session():
-                    result = apis[kind].autograde(name, student, force=True, create=True)
-                samples.append(time.perf_counter() - start)
+                    result = apis[kind].autograde(name, sub.student, force=True, create=True)
+                samples[kind].append(time.perf_counter() - start)
                 if not result["success"]:
                     raise SystemExit(f"autograding the {kind} {name} submission failed:\n"
                                      f"{gradebook.last_error(result)}")
-            times[kind] = statistics.median(samples)
+        times = {kind: statistics.median(values) for kind, values in samples.items()}
         rows.append({"chapter": name, "empty": times["empty"], "correct": times["correct"],
                      "ratio": times["correct"] / times["empty"]})
         print(f"  {name}: correct {times['correct']:.1f} s, empty {times['empty']:.1f} s, "

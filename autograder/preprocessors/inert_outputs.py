@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import re
 from html.parser import HTMLParser
 
@@ -268,9 +269,21 @@ class _Whitelist(HTMLParser):
     unknown_decl = handle_decl
 
 
+REMEMBERED_MARKDOWN = 20_000  # markdown cells up to this size without attachments are checked once per worker
+
+
 def markdown_problems(source: str, attachments: dict | None = None) -> list[str]:
     """What would reach the page as more than Markdown: raw HTML, unsafe link targets, mermaid blocks (found
-    in the parse), and any tag or attribute outside what Markdown itself produces (found in the HTML)."""
+    in the parse), and any tag or attribute outside what Markdown itself produces (found in the HTML).
+
+    A small cell without attachments is checked once per grading worker (every submission of a chapter
+    carries the same instructor's markdown); the cache is bounded in entries and in their size."""
+    if not attachments and len(source) <= REMEMBERED_MARKDOWN:
+        return list(_remembered_problems(source))
+    return _problems(source, attachments)
+
+
+def _problems(source: str, attachments: dict | None = None) -> list[str]:
     try:
         found = _unsafe_tokens(_markdown_tokens(source))
         checker = _Whitelist()
@@ -279,6 +292,11 @@ def markdown_problems(source: str, attachments: dict | None = None) -> list[str]
     except Exception as exc:  # nbconvert fails on a missing attachment, for example
         return [f"rendering failed: {type(exc).__name__}"]
     return found + checker.problems
+
+
+@functools.lru_cache(maxsize=1024)
+def _remembered_problems(source: str) -> tuple[str, ...]:
+    return tuple(_problems(source))
 
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
