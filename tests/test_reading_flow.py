@@ -55,34 +55,19 @@ def overflows(browser, html, name) -> list[dict]:
 
 
 def described(found: list[dict]) -> str:
-    return "\n".join(f"  {o['part']} {o['scroll']} px in a {o['client']} px box: {o['longest']!r}" for o in found)
+    return "\n".join(f"  {'exercise ' if o['exercise'] else ''}{o['part']} {o['scroll']} px in a {o['client']} px box: "
+                     f"{o['longest']!r}" for o in found)
 
 
 @pytest.mark.parametrize("name", support.toc_chapters())
 def test_no_code_or_output_wider_than_the_column(built_book, browser, name):
-    """Narrative cells (teaching code, figure and explorer code behind "Show code", and every output) fit the
-    column at 1366 px: a reader never scrolls sideways to see the end of a line or of a result."""
+    """Every cell fits the column at 1366 px: teaching code, figure and explorer code behind "Show code", exercise
+    and test cells (tag skip-execution), and every output. A reader never scrolls sideways to see the end of a line
+    or of a result."""
     html, _ = built_book
-    found = [o for o in overflows(browser, html, name) if not o["exercise"]]
+    found = overflows(browser, html, name)
     assert not found, f"{name}: {len(found)} code or output blocks wider than the column at 1366 px:\n" + \
         described(found)
-
-
-# Chapters whose exercise or test cells still have a visible line wider than the column: the sources of exercise
-# and test cells were left as they are (reformatting them is a change to graded cells of its own).
-EXERCISES_TOO_WIDE = ("03_learned", "04_relative", "05_alibi", "06_rope", "07_context_extension", "08_arena",
-                      "09_choosing")
-
-
-@pytest.mark.parametrize("name", [
-    pytest.param(c, marks=pytest.mark.xfail(strict=True, reason="exercise or test cells wider than the column"))
-    if c.split("/")[-1] in EXERCISES_TOO_WIDE else c for c in support.toc_chapters()])
-def test_exercise_cells_fit_the_column(built_book, browser, name):
-    """Exercise and test cells (tag skip-execution) fit the column too. Strict: once a chapter's exercise cells
-    are reformatted, it leaves EXERCISES_TOO_WIDE."""
-    html, _ = built_book
-    found = [o for o in overflows(browser, html, name) if o["exercise"]]
-    assert not found, f"{name}: {len(found)} exercise or test cells wider than the column:\n" + described(found)
 
 
 @pytest.mark.parametrize("name", support.toc_chapters())
