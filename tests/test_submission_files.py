@@ -100,18 +100,26 @@ def test_the_submissions_folder_itself_may_be_a_link(tmp_path):
     assert found[0].folder == (tmp_path / "real" / "bob" / NAME).resolve()
 
 
-def test_nothing_from_a_refused_folder_is_copied_into_the_course(tmp_path, monkeypatch):
-    folder = tmp_path / "in"
-    _submit(folder, "bob")
-    (folder / "alice").mkdir()
-    (folder / "alice" / NAME).symlink_to(course.SOLUTIONS / NAME, target_is_directory=True)
-    monkeypatch.setenv("POSENC_COURSE_DIR", str(tmp_path / "course"))
+def _folder_handling_only(monkeypatch) -> list:
+    """`grade` with everything after the folder's handling stubbed out (the sandbox check, the gradebook,
+    nbgrader's autograde): what it would hand to autograde is collected in the returned list. The real
+    pipeline is graded end to end in test_autograder_class.py."""
     monkeypatch.setattr(config, "refused", lambda unsandboxed, out: False)
     monkeypatch.setattr(gradebook, "sync_assignments", lambda names, cfg: {})
     monkeypatch.setattr(gradebook, "register_students", lambda ids, cfg: None)
     graded = []
     monkeypatch.setattr(autograde, "autograde", lambda pairs, cfg, jobs, progress: graded.extend(pairs) or [])
     monkeypatch.setattr(gradebook, "read_scores", lambda names, cfg: {})
+    return graded
+
+
+def test_nothing_from_a_refused_folder_is_copied_into_the_course(tmp_path, monkeypatch):
+    folder = tmp_path / "in"
+    _submit(folder, "bob")
+    (folder / "alice").mkdir()
+    (folder / "alice" / NAME).symlink_to(course.SOLUTIONS / NAME, target_is_directory=True)
+    monkeypatch.setenv("POSENC_COURSE_DIR", str(tmp_path / "course"))
+    graded = _folder_handling_only(monkeypatch)
     lines = []
     assert grade_command.grade(folder, out=lines.append) == 1
     assert graded == [(NAME, "bob")]
@@ -131,12 +139,7 @@ def test_the_collected_folder_is_graded_where_it_lies(tmp_path, monkeypatch):
     notebook = _submit(collected, "bob")
     (notebook.parent / "timestamp.txt").write_text("2026-11-24 08:24:17.230116 UTC")
     (notebook.parent / "data.txt").symlink_to(course.SOLUTIONS / NAME / f"{NAME}.ipynb")
-    monkeypatch.setattr(config, "refused", lambda unsandboxed, out: False)
-    monkeypatch.setattr(gradebook, "sync_assignments", lambda names, cfg: {})
-    monkeypatch.setattr(gradebook, "register_students", lambda ids, cfg: None)
-    graded = []
-    monkeypatch.setattr(autograde, "autograde", lambda pairs, cfg, jobs, progress: graded.extend(pairs) or [])
-    monkeypatch.setattr(gradebook, "read_scores", lambda names, cfg: {})
+    graded = _folder_handling_only(monkeypatch)
     assert grade_command.grade(collected, out=lambda line: None) == 0
     assert graded == [(NAME, "bob")]
     assert sorted(p.name for p in notebook.parent.iterdir()) == [f"{NAME}.ipynb", "timestamp.txt"]
