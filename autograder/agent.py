@@ -20,8 +20,6 @@ uses what it returns as the student's answers, and checks them against posenc in
 
 from __future__ import annotations
 
-import sys
-
 from . import wire
 
 TARGET = "posenc-grader"

@@ -196,23 +196,23 @@ class RemoteFunction:
     def __init__(self, channel: Channel, name: str, source: str | None = None):
         self._channel, self.__name__, self._source = channel, name, source
 
-    def __call__(self, *args, **kwargs):
-        pack = self._channel.pack
-        request = {"op": "run" if self._source else "call", "name": self.__name__,
-                   "args": [pack(a) for a in args], "kwargs": {k: pack(v) for k, v in kwargs.items()},
-                   "blocked": checks.blocked_now()}
+    def _ask(self, op: str, **fields):
+        """One request about this function (the blocks open now go along, and the source of a test-cell
+        function), answered by the student's kernel."""
+        request = {"op": op, "name": self.__name__, **fields, "blocked": checks.blocked_now()}
         if self._source:
             request["source"] = self._source
         return ask(self._channel, request)
 
+    def __call__(self, *args, **kwargs):
+        pack = self._channel.pack
+        return self._ask("run" if self._source else "call", args=[pack(a) for a in args],
+                         kwargs={k: pack(v) for k, v in kwargs.items()})
+
     def each(self, cases: list[tuple]) -> list:
         """``[self(*case) for case in cases]`` in one request (``checks.each``): a list of as many results."""
         pack = self._channel.pack
-        request = {"op": "each", "name": self.__name__, "cases": [[pack(a) for a in case] for case in cases],
-                   "blocked": checks.blocked_now()}
-        if self._source:
-            request["source"] = self._source
-        values = ask(self._channel, request)
+        values = self._ask("each", cases=[[pack(a) for a in case] for case in cases])
         if not isinstance(values, list) or len(values) != len(cases):
             raise ChannelFailure(f"the notebook's answer to {len(cases)} calls of {self.__name__} could not be "
                                  "read: not a list of one result per call")

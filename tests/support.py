@@ -17,13 +17,13 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 import book_build  # noqa: E402  (tools/book_build.py: the strict flags and the TOC's pages, for the tools too)
+from book_pdf import is_local  # noqa: E402,F401  (a request that stays on this machine; the PDF's printer uses it too)
 
 STRICT = book_build.STRICT
 VENV_BIN = Path(sys.executable).parent
@@ -84,13 +84,6 @@ def write_course_config(root: Path) -> None:
 
 # ---------------------------------------------------------------------------------------------------------
 # Live servers and the browser (tests/test_browser.py, test_lab.py, test_formgrader.py)
-
-def is_local(url: str) -> bool:
-    """A request that stays on this machine."""
-    if url.startswith(("file:", "data:", "blob:", "about:")):
-        return True
-    return urlsplit(url).hostname in ("localhost", "127.0.0.1", "::1")
-
 
 @dataclass
 class Watched:

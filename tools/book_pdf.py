@@ -70,6 +70,7 @@ FOOTER = ('<div style="font-size:8px;width:100%;padding:0 12mm;color:#666;'
 
 
 def is_local(url: str) -> bool:
+    """A request that stays on this machine (also what the browser tests allow, tests/support.py)."""
     if url.startswith(("file:", "data:", "blob:", "about:")):
         return True
     return urlsplit(url).hostname in ("localhost", "127.0.0.1", "::1")
