@@ -126,10 +126,18 @@ def closed_to_students(instructor_gid: int):
         if group is not None:
             os.chown(folder, -1, group)
         os.chmod(folder, (info.st_mode & 0o7770) | (0o050 if group is not None else 0))
+    # A checkout inside a folder other users cannot enter (a clone in `mktemp -d`, mode 700) gets only the search
+    # bit for others on that folder, so that the users' servers reach the course's environment, as
+    # hub/README.md asks of a real machine; put back after like the rest.
+    for folder in [*reversed(ROOT.parents), ROOT]:
+        info = folder.stat()
+        if not info.st_mode & stat.S_IXOTH:
+            saved.append((folder, info.st_mode & 0o7777, info.st_gid))
+            os.chmod(folder, (info.st_mode & 0o7777) | stat.S_IXOTH)
     try:
         yield
     finally:
-        for folder, mode, gid in saved:
+        for folder, mode, gid in reversed(saved):
             os.chown(folder, -1, gid)
             os.chmod(folder, mode)
 
