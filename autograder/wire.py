@@ -4,7 +4,9 @@ The grading process decides a test's verdict from the *values* the student's cod
 cross from a hostile process into a trusted one. Decoding must therefore build nothing but inert data:
 numbers, strings, booleans, None, lists, tuples, dicts, NumPy arrays and scalars of numeric dtypes, and torch
 tensors (rebuilt from their bytes). Anything else arrives as ``Unsupported`` (its type name and a short
-repr), which the checks reject with a message naming the type. Payloads larger than ``MAX_BYTES`` or
+repr), which the checks reject with a message naming the type. A list or dict that is JSON as it stands
+(str keys; exact str, int, float, bool and None inside) is sent as it is, so that a large one (the arena's
+results) costs what JSON costs in C, not a Python walk that tags every entry. Payloads larger than ``MAX_BYTES`` or
 nested deeper than ``MAX_DEPTH`` are refused with ``WireError``.
 
 Used on both sides: ``autograder.agent`` (inside the sandbox) encodes results and decodes arguments;
@@ -68,9 +70,40 @@ def _array(arr: np.ndarray) -> dict:
             "data": base64.b64encode(arr.tobytes()).decode("ascii")}
 
 
+_LEAVES = frozenset({str, int, float, bool, type(None)})  # JSON's own values, as exact types
+
+
+def _plain(value, depth: int) -> bool:
+    """Whether ``value`` (a list or dict) is JSON as it stands, checked type by type: lists, dicts with str
+    keys, and exact str, int, float, bool and None inside (a tuple, a NumPy scalar or a subclass is not, and
+    neither is nesting past MAX_DEPTH). Such a value is sent as it is, which JSON writes and reads in C."""
+    stack = [(value, depth)]
+    while stack:
+        container, level = stack.pop()
+        if level > MAX_DEPTH:
+            return False
+        if type(container) is dict:
+            if not all(type(key) is str for key in container):
+                return False
+            items = container.values()
+        else:
+            items = container
+        for item in items:
+            kind = type(item)
+            if kind in _LEAVES:
+                continue
+            if kind is list or kind is dict:
+                stack.append((item, level + 1))
+                continue
+            return False
+    return True
+
+
 def _encode(value, depth: int):
     if depth > MAX_DEPTH:
         raise WireError(f"values nested more than {MAX_DEPTH} levels deep")
+    if (type(value) is list or type(value) is dict) and _plain(value, depth):
+        return {"$": "json", "value": value}
     if isinstance(value, np.ndarray) and value.dtype == object:  # numbers in an object array: as floats
         try:
             value = value.astype(np.float64)
@@ -167,6 +200,11 @@ def _decode(obj, depth: int):
     if not isinstance(obj, dict):
         raise WireError(f"unexpected {type(obj).__name__}")
     tag = obj.get("$")
+    if tag == "json":
+        value = obj.get("value")
+        if not isinstance(value, (list, dict)) or not _within_depth(value, depth):
+            raise WireError(f"malformed plain value (a list or dict nested at most {MAX_DEPTH} levels)")
+        return value
     if tag == "complex":
         return complex(_number(obj.get("re"), float), _number(obj.get("im"), float))
     if tag == "ndarray":
@@ -208,6 +246,19 @@ def _decode(obj, depth: int):
             raise WireError("malformed stored value")
         return Stored(key, text)
     raise WireError(f"unknown tag {str(tag)[:40]!r}")
+
+
+def _within_depth(value, depth: int) -> bool:
+    """Whether the lists and dicts that json.loads built nest at most MAX_DEPTH levels (counting ``depth``)."""
+    stack = [(value, depth)]
+    while stack:
+        container, level = stack.pop()
+        if level > MAX_DEPTH:
+            return False
+        for item in (container.values() if type(container) is dict else container):
+            if type(item) is list or type(item) is dict:
+                stack.append((item, level + 1))
+    return True
 
 
 def _items(obj) -> list:

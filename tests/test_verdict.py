@@ -58,6 +58,52 @@ def test_wire_round_trip_keeps_value_and_type(value):
         assert back == value
 
 
+@pytest.mark.parametrize("value", [
+    {"a": [1.0, 2, None, True, "x"], "b": {"c": []}}, [[0.5] * 3] * 2, {"k": {"nested": {"deeper": [float("inf")]}}}])
+def test_plain_json_values_go_as_they_are_and_come_back_equal(value):
+    tree = wire.encode(value)
+    assert tree == {"$": "json", "value": value}
+    assert wire.loads(wire.dumps(value)) == value
+
+
+def _types(value) -> list:
+    """Every type inside ``value``, in order (keys included)."""
+    if isinstance(value, dict):
+        return [type(value)] + [t for k, v in value.items() for t in _types(k) + _types(v)]
+    if isinstance(value, (list, tuple)):
+        return [type(value)] + [t for v in value for t in _types(v)]
+    return [type(value)]
+
+
+@pytest.mark.parametrize("value", [
+    {"a": (1, 2)}, {1: "int key"}, [np.float64(0.5)], [np.int64(3)], {"a": [1, {"b": range(3)}]},
+    [True, 2 - 1j], [[0.5], np.zeros(2)]])
+def test_values_json_would_change_go_tagged_and_keep_their_types(value):
+    """A tuple, a non-str key or a NumPy value anywhere inside makes the value go tagged, so it arrives with
+    every type it had (json.dumps would have turned them into lists, str keys and plain floats)."""
+    assert wire.encode(value).get("$") != "json" if isinstance(wire.encode(value), dict) else True
+    back = wire.loads(wire.dumps(value))
+    assert _types(back) == _types(value)
+
+
+def test_a_float_subclass_is_not_taken_for_plain_json():
+    value = [type("MyFloat", (float,), {})(1.5)]
+    assert isinstance(wire.encode(value), list)  # tagged entry by entry, as before
+
+
+def test_a_plain_value_nested_too_deep_is_refused_both_ways():
+    deep = []
+    for _ in range(wire.MAX_DEPTH + 5):
+        deep = [deep]
+    with pytest.raises(wire.WireError, match="nested"):
+        wire.dumps(deep)
+    payload = json.dumps({"$": "json", "value": deep})
+    with pytest.raises(wire.WireError, match="nested at most"):
+        wire.loads(payload)
+    with pytest.raises(wire.WireError, match="malformed plain"):
+        wire.loads(json.dumps({"$": "json", "value": 3}))
+
+
 def test_wire_carries_tensors_with_their_dtype():
     torch = pytest.importorskip("torch")
     for t in (torch.arange(4.0), torch.zeros(2, 3, dtype=torch.float64), torch.tensor([1, 2]),
