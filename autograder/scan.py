@@ -58,6 +58,7 @@ MODULES = {
     "bdb": "uses the debugger: it can trace every line the tests run",
     "IPython": "uses IPython's internals (IPython): they can change how every later cell runs",
     "ipykernel": "uses the kernel's internals (ipykernel)",
+    "comm": "uses Jupyter comms (comm): the channel the grader asks the notebook's functions through",
 }
 # Members of modules, said more precisely than their module's line: `signal.signal`, `sys.modules[...]`.
 MEMBERS = {
@@ -134,6 +135,12 @@ ATTRIBUTES = {
     "run_code": "runs code through IPython (run_code)",
     "user_ns": "edits the notebook's variables through IPython (user_ns)",
     "user_global_ns": "edits the notebook's variables through IPython (user_global_ns)",
+    "comm_manager": "reaches the kernel's comms (comm_manager): the channel the grader asks the notebook's "
+                    "functions through",
+    "get_comm_manager": "reaches the kernel's comms (get_comm_manager): the channel the grader asks the "
+                        "notebook's functions through",
+    "register_target": "registers a comm target (register_target): it can take over the grader's channel",
+    "unregister_target": "removes a comm target (unregister_target): it can take over the grader's channel",
 }
 # IPython magics: IPython turns `%load_ext x` into `get_ipython().run_line_magic('load_ext', 'x')` before the
 # cell runs, and the scan reads the cell the same way. A magic not listed is named as one.

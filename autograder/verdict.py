@@ -27,7 +27,9 @@ import builtins
 import hashlib
 import hmac
 import json
+import os
 from dataclasses import dataclass
+from pathlib import Path
 
 from . import checks, wire
 from .liveness import cell_names
@@ -124,11 +126,33 @@ def notebook_names(source: str, setup: list[str]) -> list[str]:
     return sorted(reads - imported - set(dir(builtins)))
 
 
+def submission_digest(nb, folder) -> str:
+    """A digest of everything the student's kernel can read of a submission: the notebook as it runs (every
+    cell's source, metadata and outputs, and its own metadata) and every file of its folder (names and
+    bytes; links by their target's name, never followed)."""
+    digest = hashlib.sha256(json.dumps(nb, sort_keys=True, default=str).encode())
+    root = Path(folder) if folder else None
+    if root is not None and root.is_dir():
+        for path in sorted(root.rglob("*")):
+            digest.update(b"\0" + str(path.relative_to(root)).encode("utf-8", "surrogateescape") + b"\0")
+            if path.is_symlink():
+                digest.update(b"link:" + os.fsencode(os.readlink(path)))
+            elif path.is_file():
+                try:
+                    with open(path, "rb") as handle:
+                        for block in iter(lambda: handle.read(1 << 20), b""):
+                            digest.update(block)
+                except OSError as exc:  # unreadable: its name and the reason still count
+                    digest.update(f"unreadable: {exc.errno}".encode())
+    return digest.hexdigest()
+
+
 def salt_for(secret: bytes, student: str, assignment: str, grade_id: str, content: str = "") -> int:
     """The salt of a test cell's hidden cases: secret to the grader, and fixed by the student, the chapter,
-    the cell and ``content`` (a digest of the handed-in notebook): re-grading the same file repeats the
-    cases, and any resubmission gets new ones, so cases a notebook recorded and printed while it was
-    graded are no use to the next version of it."""
+    the cell and ``content`` (``submission_digest``: the notebook and every file beside it): re-grading the
+    same submission repeats the cases, and any change to it (a file of recorded answers beside the notebook
+    included) gets new ones, so cases a notebook recorded and printed while it was graded are no use to the
+    next version of it."""
     key = f"{student}\0{assignment}\0{grade_id}\0{content}".encode()
     return int.from_bytes(hmac.new(secret, key, hashlib.sha256).digest()[:8], "big")
 
@@ -210,8 +234,14 @@ class RemoteFunction:
                          kwargs={k: pack(v) for k, v in kwargs.items()})
 
     def each(self, cases: list[tuple]) -> list:
-        """``[self(*case) for case in cases]`` in one request (``checks.each``): a list of as many results."""
-        pack = self._channel.pack
+        """``[self(*case) for case in cases]`` in one request (``checks.each``): a list of as many results.
+        An argument that several cases share (the same object) is encoded once."""
+        packed = {}
+
+        def pack(value):
+            if id(value) not in packed:
+                packed[id(value)] = (value, self._channel.pack(value))  # (value kept: its id stays its own)
+            return packed[id(value)][1]
         values = self._ask("each", cases=[[pack(a) for a in case] for case in cases])
         if not isinstance(values, list) or len(values) != len(cases):
             raise ChannelFailure(f"the notebook's answer to {len(cases)} calls of {self.__name__} could not be "
@@ -229,10 +259,23 @@ def _each(function, cases: list[tuple]) -> list:
     return [function(*case) for case in cases]
 
 
+class HiddenKernelFunction(Exception):
+    """A hidden test marks a function ``@checks.kernel``: its code would be sent to the student's kernel,
+    which could read it and answer for it. Hidden tests call the notebook's functions (checks.each) and
+    check the values here."""
+
+
+def _shipped(channel: Channel, shipped: dict, function) -> RemoteFunction:
+    if function.__name__ not in shipped:
+        raise HiddenKernelFunction(f"{function.__name__} is marked @checks.kernel inside the hidden tests; "
+                                   "only visible tests may run code in the student's kernel")
+    return RemoteFunction(channel, function.__name__, shipped[function.__name__])
+
+
 def judge(source: str, setup: list[str], channel: Channel, salt: int | None) -> Verdict:
     """Run a test cell's visible then hidden tests in this process against the student's kernel."""
     visible, hidden = split_hidden(source)
-    shipped = kernel_functions(source)
+    shipped = kernel_functions(visible)  # (never the hidden tests' code: the kernel is the student's)
     namespace = {"__name__": "__grader__", "__builtins__": builtins}
     exec(compile("\n".join(setup) + "\n", "<setup imports>", "exec"), namespace)
     stage = "visible"
@@ -248,7 +291,7 @@ def judge(source: str, setup: list[str], channel: Channel, salt: int | None) -> 
                 namespace[name] = entry.get("value")
             elif kind == "callable":
                 namespace[name] = RemoteFunction(channel, name)
-        checks._KERNEL = lambda fn: RemoteFunction(channel, fn.__name__, shipped[fn.__name__])
+        checks._KERNEL = lambda fn: _shipped(channel, shipped, fn)
         checks._EACH = _each
         checks._TRUSTED = True  # no student code runs in this process: nothing here to find tampered
         exec(compile(visible, "<visible tests>", "exec"), namespace)

@@ -355,6 +355,11 @@ HOOKS = [
     ("import sys\nsys.setprofile(profiler)", "installs a profile function (setprofile)"),
     ("import atexit\natexit.register(f)", "registers code to run at the kernel's shutdown (atexit)"),
     ("import sys\nsys.excepthook = hide", "replaces the exception hook"),
+    # the grader's channel into the kernel
+    ("import comm\nmanager = comm.get_comm_manager()", "uses Jupyter comms (comm)"),
+    ("from comm import get_comm_manager as g\ng().targets", "(get_comm_manager)"),
+    ("m = get_ipython().kernel.comm_manager\nm.register_target('x', f)", "(register_target)"),
+    ("kernel = get_ipython().kernel\nkernel.comm_manager.targets.clear()", "(comm_manager)"),
 ]
 
 

@@ -176,6 +176,43 @@ def test_kernel_functions_ship_with_the_helpers_they_call():
     assert "@checks.kernel" not in shipped["probe"]
 
 
+class Recording(verdict.Channel):
+    """Passes requests on and keeps their text."""
+
+    def __init__(self, inner):
+        self.inner, self.payloads = inner, []
+
+    def request(self, payload):
+        self.payloads.append(payload)
+        return self.inner.request(payload)
+
+
+def test_hidden_tests_send_no_code_to_the_kernel():
+    """A @checks.kernel function in the hidden tests fails the cell, saying why, and its code never reaches
+    the student's kernel (which could read it, or answer for it)."""
+    cell = ("assert twice(2) == 4\n"
+            "### BEGIN HIDDEN TESTS\n"
+            "@checks.kernel\n"
+            "def secret_probe(n):\n"
+            "    return twice(n) + 12345\n"
+            "assert secret_probe(1) == 12347\n"
+            "### END HIDDEN TESTS\n")
+    with ProcessChannel(["def twice(x):\n    return 2 * x\n"]) as process:
+        channel = Recording(process)
+        decided = verdict.judge(cell, EACH_SETUP, channel, salt=1)
+    assert not decided.passed and decided.stage == "hidden"
+    assert "only visible tests may run code in the student's kernel" in decided.message
+    assert not any("secret_probe" in p or "12345" in p for p in channel.payloads)
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_no_chapter_hides_kernel_code(name):
+    _, _, tests = chapter_parts(name)
+    for gid, source in tests.items():
+        assert not verdict.kernel_functions(verdict.split_hidden(source)[1]), (
+            f"{name} {gid}: a @checks.kernel function in the hidden tests (use checks.each)")
+
+
 def test_notebook_names_skip_what_runs_in_the_kernel():
     names = verdict.notebook_names(CELL, ["import numpy as np", "from autograder import checks"])
     assert names == ["hidden_name", "student_value"]
@@ -194,6 +231,27 @@ def test_hidden_cases_are_salted_per_submission():
     key = b"k" * 32
     assert verdict.salt_for(key, "ada", "01", "t") == verdict.salt_for(key, "ada", "01", "t")
     assert verdict.salt_for(key, "ada", "01", "t") != verdict.salt_for(key, "bob", "01", "t")
+
+
+def test_the_hidden_cases_change_with_anything_the_kernel_can_read(tmp_path):
+    """A resubmission whose cells are unchanged but which carries a file of answers recorded the first time
+    (or hides them in the notebook's metadata) gets new cases; the same submission graded again, the same."""
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1")])
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "notes.txt").write_text("first")
+    first = verdict.submission_digest(nb, tmp_path / "sub")
+    assert verdict.submission_digest(nb, tmp_path / "sub") == first
+    (tmp_path / "sub" / "notes.txt").write_text("answers: 0.25 0.125")
+    assert verdict.submission_digest(nb, tmp_path / "sub") != first
+    (tmp_path / "sub" / "notes.txt").write_text("first")
+    (tmp_path / "sub" / "deep").mkdir()
+    (tmp_path / "sub" / "deep" / "a.json").write_text("[]")
+    assert verdict.submission_digest(nb, tmp_path / "sub") != first
+    (tmp_path / "sub" / "deep" / "a.json").unlink()
+    (tmp_path / "sub" / "deep").rmdir()
+    assert verdict.submission_digest(nb, tmp_path / "sub") == first
+    nb.cells[0].metadata["answers"] = [0.25]
+    assert verdict.submission_digest(nb, tmp_path / "sub") != first
 
 
 # -- forged replies fail every test cell ------------------------------------------------------------------
@@ -252,6 +310,46 @@ def test_constant_answers_to_every_call_fail_every_test_cell(name):
         for value in (None, 0.0, 1.0, True, np.zeros(3), {"shapes": []}):
             assert not verdict.judge(source, setup, DescribesThenForges(value), salt=3).passed, (
                 f"{name} {gid} passed with every call answered {value!r}")
+
+
+class ForgesOneKind(verdict.Channel):
+    """The model solution answers everything, except that every reply to requests of kind ``op`` (a call,
+    the cases of checks.each, a test's own function run in the kernel) is replaced by ``value``: what a
+    student who intercepts the grader's agent in the kernel can send (a blind one sends ``[]`` whenever the
+    real answer would be an error, so that loops over the result run zero times). Every request still reaches
+    the kernel, so that what it keeps between calls stays as the grader believes."""
+
+    def __init__(self, inner, op: str, value):
+        self.inner, self.op, self.forged = inner, op, wire.dumps({"ok": True, "value": value})
+        self.replaced = 0
+
+    def request(self, payload):
+        reply = self.inner.request(payload)
+        if wire.loads(payload)["op"] != self.op or reply == self.forged:
+            return reply
+        self.replaced += 1
+        return self.forged
+
+
+SELECTIVE_FORGERIES = [[], {}, None, 0, "", True]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_a_forged_answer_to_any_one_kind_of_request_fails_the_cell(name):
+    """Where the grader lets the kernel answer, a wrong answer fails the cell: no test counts on the length
+    of something the kernel returned, or skips a check when an answer is empty or None."""
+    setup, sources, tests = chapter_parts(name)
+    passed = []
+    with ProcessChannel(sources, cwd=course.SOLUTIONS / name) as process:
+        for gid, source in tests.items():
+            for op in ("call", "each", "run"):
+                for value in SELECTIVE_FORGERIES:
+                    channel = ForgesOneKind(process, op, value)
+                    decided = verdict.judge(source, setup, channel, salt=11)
+                    if channel.replaced and decided.passed:
+                        passed.append(f"{gid}: every {op!r} answered {value!r}")
+    assert not passed, f"{name}: cells that passed with forged answers: {passed}"
 
 
 # -- the model solutions pass, whatever the salt --------------------------------------------------------------

@@ -17,7 +17,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import secrets
@@ -115,7 +114,7 @@ class GuardedExecute(Execute):
         self._tests = (resources or {}).get(TESTS_KEY) if self.decide_outside else None
         self._decided = {}
         self._secret = self._read_secret() if self._tests else None
-        self._content = hashlib.sha256("\0".join(c.source for c in nb.cells).encode()).hexdigest()
+        self._content = verdicts.submission_digest(nb, (resources or {}).get("metadata", {}).get("path"))
         nb, resources = super().preprocess(nb, resources, km)
         if self._tests:
             self._write_verdicts(resources)
