@@ -9,7 +9,7 @@ from pathlib import Path as _Path
 
 # The extrapolation arena's published results (the arena package writes them; chapters 5, 8 and 9 read
 # them): book/data/arena.json in the repository, or the copy inside the package that an installed wheel
-# carries (book/_ext/downloads.py builds it). Reading them needs neither torch nor the arena.
+# carries (pyproject.toml puts it there). Reading them needs neither torch nor the arena.
 ARENA_RESULTS = _Path(__file__).resolve().parent.parent / "book" / "data" / "arena.json"
 if not ARENA_RESULTS.is_file():
     ARENA_RESULTS = _Path(__file__).resolve().parent / "data" / "arena.json"

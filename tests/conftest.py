@@ -4,11 +4,13 @@ The helpers they use, and the tests use, are in support.py."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from support import CHROMIUM, CHROMIUM_ARGS, build_book
+from support import CHROMIUM, CHROMIUM_ARGS, build_book, clean_env
 
 # Every test names its own gradebook: an instructor's POSENC_DB_URL (a shared PostgreSQL gradebook) must not send
 # the tests' grades there. The PostgreSQL tests pass theirs to the commands they run.
@@ -45,6 +47,23 @@ def built_selfstudy(built_book, tmp_path_factory):
     if result.returncode != 0:
         pytest.fail(f"the strict build of the self-study edition failed:\n{log[-6000:]}")
     return out / "_build" / "html", log
+
+
+@pytest.fixture(scope="session")
+def fresh_venv(tmp_path_factory) -> Path:
+    """A new virtual environment with JupyterLab only (the Setup page's install step), made once per session:
+    the downloaded chapters (test_downloads.py) and the launched lesson (test_launch.py) run in it. Tests that use
+    it carry xdist_group("book") so that one worker makes it, and uninstall the course's package before their
+    notebook installs it (support.without_the_course), so that each install is really done."""
+    venv = tmp_path_factory.mktemp("fresh") / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, env=clean_env(), timeout=300)
+    done = subprocess.run([str(venv / "bin" / "pip"), "install", "--quiet", "jupyterlab"], capture_output=True,
+                          text=True, env=clean_env(), timeout=1200)
+    assert done.returncode == 0, done.stdout + done.stderr
+    check = subprocess.run([str(venv / "bin" / "python"), "-c", "import posenc"], capture_output=True, text=True,
+                           env=clean_env(), cwd=venv)
+    assert check.returncode != 0, "posenc is importable in the fresh environment before any install"
+    return venv
 
 
 @pytest.fixture(scope="session")

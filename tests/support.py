@@ -208,3 +208,51 @@ def jupyter_lab(root_dir: Path, cwd: Path, tmp: Path, env: dict | None = None, t
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)  # its own process group (start_new_session): server + kernels
                 proc.wait(timeout=10)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# A chapter outside the repository: a reader's fresh environment (test_downloads.py, test_launch.py; the
+# fixture fresh_venv is in conftest.py)
+
+# Runs a notebook as the book executes a chapter: cells tagged skip-execution (the exercises) are not run, and only
+# cells tagged raises-exception may raise. The kernel starts in the notebook's folder, as JupyterLab starts it.
+RUN_NOTEBOOK = """import sys, pathlib, nbformat
+from nbclient import NotebookClient
+path = sys.argv[1]
+nb = nbformat.read(path, as_version=4)
+NotebookClient(nb, timeout=600, kernel_name="python3", skip_cells_with_tag="skip-execution",
+               resources={"metadata": {"path": str(pathlib.Path(path).parent)}}).execute()
+print("first cell:", [o.get("text", o.get("ename", "")) for o in nb.cells[0].outputs])
+"""
+
+
+def clean_env(**extra: str) -> dict:
+    """This process's environment without what would let a kernel find the repository's packages."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "MPLBACKEND")}
+    return {**env, "PYTHONNOUSERSITE": "1", **extra}
+
+
+def without_the_course(venv: Path) -> None:
+    """Uninstall the course's package from ``venv`` (a test before may have installed it), so that the next
+    notebook's install cell has to install it again."""
+    python = str(venv / "bin" / "python")
+    subprocess.run([python, "-m", "pip", "uninstall", "--yes", "--quiet", "posenc"], capture_output=True,
+                   env=clean_env(), timeout=300)
+    check = subprocess.run([python, "-c", "import posenc"], capture_output=True, env=clean_env(), cwd=venv)
+    assert check.returncode != 0, f"posenc is still importable in {venv}"
+
+
+def run_notebook(venv: Path, notebook: Path) -> subprocess.CompletedProcess:
+    """Execute ``notebook`` (RUN_NOTEBOOK) with ``venv``'s Python, from the notebook's folder."""
+    return subprocess.run([str(venv / "bin" / "python"), "-c", RUN_NOTEBOOK, str(notebook)], cwd=notebook.parent,
+                          capture_output=True, text=True, env=clean_env(), timeout=1800)
+
+
+def where_the_course_is(venv: Path, cwd: Path) -> tuple[Path, Path]:
+    """Where ``venv`` imports posenc from, and where its posenc.ARENA_RESULTS points."""
+    done = subprocess.run([str(venv / "bin" / "python"), "-c",
+                           "import posenc, autograder.checks; print(posenc.__file__); print(posenc.ARENA_RESULTS)"],
+                          cwd=cwd, capture_output=True, text=True, env=clean_env())
+    assert done.returncode == 0, done.stdout + done.stderr
+    module, results = done.stdout.split()
+    return Path(module), Path(results)

@@ -1,88 +1,96 @@
 """A chapter downloaded from the book runs outside the repository (book/_ext/downloads.py): in a fresh virtual
-environment with only JupyterLab installed (the Setup page's step), the notebook's first cell installs the course's
-wheel found beside it, and every chapter then executes the way the book executes it. Without the wheel, the
-first cell stops with a message that says what to do."""
+environment with only JupyterLab installed (the Setup page's step), the notebook's install cell (its first cell,
+autograder/install_cell.py) installs the course's wheel found beside it, and every chapter then executes the way
+the book executes it. The downloaded notebook is the lesson, install cell included: the extension adds no second
+copy, and gives the cell, with the same text, to a notebook that lacks it."""
 
 from __future__ import annotations
 
-import os
-import subprocess
+import shutil
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import nbformat
 import pytest
 
-from support import ROOT, toc_chapters
+from autograder import course, install_cell
+from support import ROOT, run_notebook, toc_chapters, where_the_course_is, without_the_course
 
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
 import downloads  # noqa: E402  (book/_ext/downloads.py)
 
 WHEEL = downloads.wheel_name(ROOT)
+CHAPTER = "01_why_position"
 
 
-def clean_env(**extra: str) -> dict:
-    """This process's environment without what would let a kernel find the repository's packages."""
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "MPLBACKEND")}
-    return {**env, "PYTHONNOUSERSITE": "1", **extra}
+def fake_app(outdir: Path, url: str | None = None) -> SimpleNamespace:
+    """What the extension reads of Sphinx's application: by default the book's repository (_config.yml)."""
+    url, branch = install_cell.repository() if url is None else (url, "main")
+    options = {"repository_url": url, "repository_branch": branch} if url else {}
+    return SimpleNamespace(builder=SimpleNamespace(format="html"), outdir=str(outdir), confdir=str(ROOT),
+                           config=SimpleNamespace(html_theme_options=options))
 
 
-def test_first_cell_without_the_course_package_says_what_to_do(tmp_path):
-    """No posenc and no wheel beside the notebook: one line that names the wheel and where to get it."""
-    cell = downloads.SETUP_CELL.format(wheel=WHEEL)
-    # -I -S: no site-packages (so no posenc, numpy or matplotlib) and not the repository on the path
-    done = subprocess.run([sys.executable, "-I", "-S", "-c", cell], cwd=tmp_path, capture_output=True, text=True,
-                          env=clean_env(), timeout=60)
-    assert done.returncode != 0
-    last = done.stderr.strip().splitlines()[-1]
-    assert last.startswith("ModuleNotFoundError: ") and "is not installed" in last, done.stderr
-    assert WHEEL in last and "Setup page" in last and str(tmp_path) in last, last
-    assert "During handling" not in done.stderr, "the message drags the ImportError's traceback along"
+def install_cells(nb) -> list:
+    return [c for c in nb.cells if install_cell.is_install_cell(c)]
+
+
+def test_downloads_get_the_lessons_install_cell_once(tmp_path):
+    """In the built book's _sources/: the lesson keeps its own install cell (no second copy, also when a
+    second build finds the file again); a notebook that imports posenc without one (the instructor edition's source
+    notebook) gets the same text in front; a notebook that does not import the course is left alone."""
+    sources = tmp_path / "_sources"
+    (sources / "lessons").mkdir(parents=True)
+    (sources / "solutions").mkdir(parents=True)
+    shutil.copy(course.lesson_notebook(CHAPTER), sources / "lessons" / f"{CHAPTER}.ipynb")
+    shutil.copy(course.source_notebook(CHAPTER), sources / "solutions" / f"{CHAPTER}.ipynb")
+    other = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print(1)")])
+    nbformat.write(other, sources / "other.ipynb")
+    for _ in range(2):
+        downloads.add_install_cell(fake_app(tmp_path), None)
+    lesson = nbformat.read(course.lesson_notebook(CHAPTER), as_version=4)
+    for folder in ("lessons", "solutions"):
+        nb = nbformat.read(sources / folder / f"{CHAPTER}.ipynb", as_version=4)
+        assert install_cells(nb) == nb.cells[:1], f"{folder}: not one install cell, first"
+        assert nb.cells[0].source == lesson.cells[0].source == install_cell.book_source(), folder
+    assert nbformat.read(sources / "lessons" / f"{CHAPTER}.ipynb", as_version=4) == lesson
+    assert not install_cells(nbformat.read(sources / "other.ipynb", as_version=4))
+
+
+def test_a_lesson_released_for_another_repository_is_a_warning(tmp_path, monkeypatch):
+    """The strict build fails on a lesson whose install cell names another repository than the book's (the URL
+    changed, `make lessons` was not run)."""
+    warned = []
+    monkeypatch.setattr(downloads.logger, "warning", lambda message, **kw: warned.append(message))
+    env = SimpleNamespace(found_docs={f"lessons/{CHAPTER}/{CHAPTER}", "book/setup"},
+                          doc2path=lambda name: str(ROOT / (name + (".md" if name.startswith("book") else ".ipynb"))))
+    downloads.check_lessons(fake_app(tmp_path), env)
+    assert warned == []
+    downloads.check_lessons(fake_app(tmp_path, "https://github.com/someone/another-course"), env)
+    assert len(warned) == 1 and "make lessons" in warned[0] and CHAPTER in warned[0], warned
 
 
 # --- The built book's downloads in a fresh virtual environment -------------------------------------------
 
-RUN = """import sys, nbformat
-from nbclient import NotebookClient
-path = sys.argv[1]
-nb = nbformat.read(path, as_version=4)
-# as the book executes a chapter: cells tagged skip-execution (the exercises) are not run, and only cells
-# tagged raises-exception may raise
-NotebookClient(nb, timeout=600, kernel_name="python3", skip_cells_with_tag="skip-execution",
-               resources={"metadata": {"path": str(__import__("pathlib").Path(path).parent)}}).execute()
-print("first cell:", [o.get("text", o.get("ename", "")) for o in nb.cells[0].outputs])
-"""
-
-
-@pytest.fixture(scope="module")
-def fresh_venv(tmp_path_factory) -> Path:
-    """A new virtual environment with JupyterLab only (the Setup page's install step)."""
-    venv = tmp_path_factory.mktemp("fresh") / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, env=clean_env(), timeout=300)
-    done = subprocess.run([str(venv / "bin" / "pip"), "install", "--quiet", "jupyterlab"], capture_output=True,
-                          text=True, env=clean_env(), timeout=1200)
-    assert done.returncode == 0, done.stdout + done.stderr
-    check = subprocess.run([str(venv / "bin" / "python"), "-c", "import posenc"], capture_output=True, text=True,
-                           env=clean_env(), cwd=venv)
-    assert check.returncode != 0, "posenc is importable in the fresh environment before any install"
-    return venv
-
-
 # Run in full for one chapter of each kind of need, to keep the suite's time: numpy and matplotlib only (1),
 # torch (3), the arena's published results and the arena package (8). Every chapter's download is checked for
-# its set-up cell and the wheel's link below.
+# its install cell and the wheel's link below.
 RUN_IN_FULL = ["01_why_position", "03_learned", "08_arena"]
 
 
 @pytest.mark.slow
 @pytest.mark.xdist_group("book")
 @pytest.mark.parametrize("chapter", toc_chapters())
-def test_every_downloaded_chapter_starts_with_the_set_up_cell(built_book, chapter):
+def test_every_downloaded_chapter_starts_with_the_lessons_install_cell(built_book, chapter):
     html, _ = built_book
     download = html / "_sources" / f"{chapter}.ipynb"
     assert f"_sources/{chapter}.ipynb" in (html / f"{chapter}.html").read_text(), f"{chapter}: no download link"
     nb = nbformat.read(download, as_version=4)
-    assert nb.cells[0].source == downloads.SETUP_CELL.format(wheel=WHEEL), "the first cell is not the set-up cell"
+    lesson = nbformat.read(ROOT / f"{chapter}.ipynb", as_version=4)
+    assert install_cells(nb) == nb.cells[:1], "the first cell is not the install cell, or it is there twice"
+    assert nb.cells[0].source == lesson.cells[0].source == install_cell.book_source()
+    assert "Run this cell first" not in (html / f"{chapter}.html").read_text(), "the page shows the install cell"
 
 
 @pytest.mark.slow
@@ -95,7 +103,7 @@ def test_downloaded_chapter_runs_in_a_fresh_environment(built_book, fresh_venv, 
     assert download.is_file() and f"_sources/{chapter}.ipynb" in page.read_text(), \
         f"{chapter}: no download of the notebook from its page"
     nb = nbformat.read(download, as_version=4)
-    assert nb.cells[0].source == downloads.SETUP_CELL.format(wheel=WHEEL), "the first cell is not the set-up cell"
+    assert nb.cells[0].source == install_cell.book_source(), "the first cell is not the install cell"
     wheels = list((html / "_downloads").rglob(WHEEL))
     setup_page = (html / "book" / "setup.html").read_text()
     assert len(wheels) == 1 and wheels[0].relative_to(html).as_posix() in setup_page, \
@@ -107,11 +115,9 @@ def test_downloaded_chapter_runs_in_a_fresh_environment(built_book, fresh_venv, 
     notebook = folder / download.name
     notebook.write_bytes(download.read_bytes())
     (folder / WHEEL).write_bytes(wheels[0].read_bytes())
-    done = subprocess.run([str(fresh_venv / "bin" / "python"), "-c", RUN, str(notebook)], cwd=folder,
-                          capture_output=True, text=True, env=clean_env(), timeout=1800)
+    without_the_course(fresh_venv)
+    done = run_notebook(fresh_venv, notebook)
     assert done.returncode == 0, f"{chapter} failed in a fresh environment:\n{(done.stdout + done.stderr)[-4000:]}"
-    where = subprocess.run([str(fresh_venv / "bin" / "python"), "-c",
-                            "import posenc, autograder.checks; print(posenc.__file__); print(posenc.ARENA_RESULTS)"],
-                           cwd=folder, capture_output=True, text=True, env=clean_env())
-    module, results = where.stdout.split()
-    assert Path(module).is_relative_to(fresh_venv) and Path(results).is_file(), where.stdout + where.stderr
+    assert f"Installing {WHEEL}[{install_cell.EXTRA}]" in done.stdout, done.stdout[-2000:]
+    module, results = where_the_course_is(fresh_venv, folder)
+    assert module.is_relative_to(fresh_venv) and results.is_file(), (module, results)

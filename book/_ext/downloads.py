@@ -1,18 +1,21 @@
-"""Chapter downloads that run outside the repository: the course's package as a wheel, and a first cell that
-installs it.
+"""Chapter downloads that run outside the repository: the course's package as a wheel, and the install cell first
+in every downloaded chapter.
 
 A chapter imports ``posenc`` (formulas, explorers, ``posenc.ARENA_RESULTS``), ``autograder.checks`` (the test
 cells' helpers) and for some chapters ``arena``, none of which is on PyPI. So the book ships them:
 
 - **The wheel.** When the build starts, this extension builds ``posenc-<version>-py3-none-any.whl`` from
-  pyproject.toml (its packages posenc, autograder and arena, plus a copy of book/data/arena.json inside posenc,
-  where ``posenc.ARENA_RESULTS`` finds it outside the repository) into ``_build/wheel/``, from a staged copy so
-  that the checkout stays clean; it is rebuilt only when one of its files changed. The Setup page links it with
-  Sphinx's ``{download}`` role (a missing wheel is a warning, so the strict build fails).
-- **The first cell.** Each notebook the download button serves (``_sources/**.ipynb``) gets one cell in front
-  (``SETUP_CELL``): if the course's modules do not import, it installs the wheel found beside the notebook with
-  the extra ``notebooks`` (matplotlib, myst-nb) into the kernel's own environment, or stops with a message that
-  says what is missing and where to get it. The page itself and the notebooks in lessons/ are unchanged.
+  pyproject.toml (its packages posenc, autograder and arena, and book/data/arena.json, which pyproject.toml puts
+  inside posenc, where ``posenc.ARENA_RESULTS`` finds it outside the repository) into ``_build/wheel/``, from a
+  staged copy so that the checkout stays clean; it is rebuilt only when one of its files changed. The Setup page
+  links it with Sphinx's ``{download}`` role (a missing wheel is a warning, so the strict build fails).
+- **The install cell** (autograder/install_cell.py). The lessons start with it (`make lessons` puts it there), so
+  the notebook the download button serves (``_sources/**.ipynb``) has it already and gets no second copy; a
+  notebook that imports the course's modules without it (the instructor edition's source notebooks) gets it in
+  front. Either way its text is the one this build's repository (``repository_url``, ``repository_branch``) and
+  pyproject.toml give: a lesson released with another text (the URL, the branch or the version changed since
+  `make lessons`) is a warning, so the strict build fails until the lessons are released again. The page itself
+  does not show the cell (tag ``remove-cell``).
 """
 
 from __future__ import annotations
@@ -30,48 +33,25 @@ import nbformat
 from sphinx.application import Sphinx
 from sphinx.util import logging
 
+from autograder import install_cell
+from autograder.install_cell import wheel_name
+
 logger = logging.getLogger(__name__)
 
 WHEEL_FOLDER = Path("_build") / "wheel"  # relative to the book's root (book/setup.md links the wheel there)
-# The arena's results: where the checkout keeps them, where the wheel carries them (posenc.ARENA_RESULTS looks there)
-DATA = (Path("book") / "data" / "arena.json", Path("posenc") / "data" / "arena.json")
-# The first cell's id and metadata key: the cell is added once, also to a _sources file an earlier build left
-MARKER = "posenc-setup"
-
-SETUP_CELL = '''\
-# Run this cell first. The chapter needs the course's package, posenc (formulas, explorers, exercise checks,
-# the arena's results), which is not on PyPI. Download its wheel from the book's Setup page,
-# {wheel}, into this notebook's folder: this cell then installs it, with matplotlib
-# and myst-nb, into this kernel's environment. Or install it yourself: pip install "{wheel}[notebooks]"
-import importlib, pathlib, subprocess, sys
-
-WHEEL = pathlib.Path("{wheel}")
-try:
-    import posenc, autograder.checks, matplotlib, myst_nb
-except ImportError as missing:
-    if not WHEEL.is_file():
-        raise ModuleNotFoundError(f"{{missing.name}} is not installed. Download {{WHEEL}} from the book's Setup "
-                                  f"page into {{pathlib.Path.cwd()}} and run this cell again.") from None
-    subprocess.check_call([sys.executable, "-m", "pip", "install", "--quiet", f"{{WHEEL}}[notebooks]"])
-    importlib.invalidate_caches()
-    import posenc, autograder.checks, matplotlib, myst_nb'''
-
-
-def _project(root: Path) -> dict:
-    return tomllib.loads((root / "pyproject.toml").read_text())["project"]
-
-
-def wheel_name(root: Path) -> str:
-    project = _project(root)
-    return f"{project['name'].replace('-', '_')}-{project['version']}-py3-none-any.whl"
+COURSE_MODULES = ("posenc", "autograder", "arena")
 
 
 def _inputs(root: Path) -> list[Path]:
-    """The files the wheel is built from: pyproject.toml, every Python file of its packages, the arena's data."""
-    packages = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
-    files = [root / "pyproject.toml", root / DATA[0]]
-    for package in packages:
-        files += sorted(p for p in (root / package).glob("*.py"))
+    """The files the wheel is built from: pyproject.toml, and for each of its packages (in its folder, which
+    ``package-dir`` may map elsewhere) its Python files and its ``package-data``."""
+    setuptools = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]
+    files = [root / "pyproject.toml"]
+    for package in setuptools["packages"]:
+        folder = root / setuptools.get("package-dir", {}).get(package, package.replace(".", "/"))
+        files += sorted(folder.glob("*.py"))
+        for pattern in setuptools.get("package-data", {}).get(package, []):
+            files += sorted(folder.glob(pattern))
     return files
 
 
@@ -92,8 +72,6 @@ def build_wheel(root: Path) -> Path:
             target = stage / path.relative_to(root)
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(path, target)
-        (stage / DATA[1]).parent.mkdir(parents=True, exist_ok=True)
-        shutil.move(stage / DATA[0], stage / DATA[1])
         done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
                                "--wheel-dir", str(out), str(stage)], capture_output=True, text=True)
         built = out / wheel.name
@@ -113,25 +91,49 @@ def make_wheel(app: Sphinx, config) -> None:
     logger.info(f"downloads: {wheel.name} in {WHEEL_FOLDER}")
 
 
-def add_setup_cell(app: Sphinx, exception) -> None:
+def build_cell(app: Sphinx) -> str:
+    """The install cell of this build: its repository (empty when launch.py found none) and pyproject.toml."""
+    options = app.config.html_theme_options
+    return install_cell.source(options.get("repository_url") or "", options.get("repository_branch") or "main",
+                               root=Path(app.confdir))
+
+
+def imports_the_course(nb) -> bool:
+    code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+    return any(f"import {m}" in code or f"from {m}" in code for m in COURSE_MODULES)
+
+
+def check_lessons(app: Sphinx, env) -> None:
+    """Warn about a notebook of the book whose install cell is not this build's (lessons not released since
+    repository.url, its branch or the package's version changed)."""
+    cell = build_cell(app)
+    for docname in sorted(env.found_docs):
+        path = Path(env.doc2path(docname))
+        if path.suffix != ".ipynb":
+            continue
+        nb = nbformat.read(path, as_version=4)
+        installs = [c for c in nb.cells if install_cell.is_install_cell(c)]
+        if installs and (installs != nb.cells[:1] or installs[0].source != cell):
+            logger.warning(f"{docname}: its install cell is not this book's (the repository's URL or branch, or "
+                           "the package's version, changed since it was released): run `make lessons`",
+                           location=docname)
+
+
+def add_install_cell(app: Sphinx, exception) -> None:
+    """Every downloadable notebook that imports the course's modules starts with this build's install cell."""
     if exception is not None or app.builder.format != "html":
         return
-    cell_source = SETUP_CELL.format(wheel=wheel_name(Path(app.confdir)))
+    cell = build_cell(app)
     for path in sorted((Path(app.outdir) / "_sources").rglob("*.ipynb")):
         nb = nbformat.read(path, as_version=4)
-        code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
-        if not any(f"import {m}" in code or f"from {m}" in code for m in ("posenc", "autograder", "arena")):
+        if not (any(install_cell.is_install_cell(c) for c in nb.cells) or imports_the_course(nb)):
             continue
-        if nb.cells and MARKER in nb.cells[0].get("metadata", {}):
-            nb.cells[0].source = cell_source  # a file kept from an earlier build: refresh the cell
-        else:
-            cell = nbformat.v4.new_code_cell(cell_source, metadata={MARKER: True})
-            cell.id = MARKER
-            nb.cells.insert(0, cell)
-        nbformat.write(nb, path)
+        if install_cell.put_first(nb, cell):
+            nbformat.write(nb, path)
 
 
 def setup(app: Sphinx):
     app.connect("config-inited", make_wheel)
-    app.connect("build-finished", add_setup_cell)
+    app.connect("env-check-consistency", check_lessons)
+    app.connect("build-finished", add_install_cell)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

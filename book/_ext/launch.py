@@ -3,7 +3,9 @@
 ``repository: url:`` in _config.yml is the one setting. With a URL, each chapter page offers Binder and Colab
 (the providers of ``launch_buttons``) and a link to the repository; left empty, the book shows no launch button
 and no repository link, so a reader never meets a link that leads nowhere. The download button does not need a
-repository and stays either way.
+repository and stays either way. What the buttons open, lessons/<ch>/<ch>.ipynb in the repository, starts with
+the install cell (autograder/install_cell.py), which installs the course from that repository where it is missing:
+`make lessons` writes the URL into it.
 
 Thebe is switched off: Jupyter Book loads sphinx-thebe on every page, which then configures a live-code kernel
 from an unrelated example repository on Binder (its default) and a script from a CDN. This book has no Thebe
