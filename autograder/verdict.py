@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
 import hashlib
 import hmac
 import json
@@ -272,15 +273,39 @@ def _shipped(channel: Channel, shipped: dict, function) -> RemoteFunction:
     return RemoteFunction(channel, function.__name__, shipped[function.__name__])
 
 
+@dataclass(frozen=True)
+class _Prepared:
+    """What judge needs of a test cell before it asks the kernel anything: the same for every submission."""
+    setup: object  # code objects
+    visible: object
+    hidden: object
+    shipped: dict
+    names: tuple
+
+
+@functools.lru_cache(maxsize=256)
+def _prepare(source: str, setup: tuple[str, ...]) -> _Prepared:
+    """A test cell parsed and compiled once per grading process (its source is the instructor's, from the
+    gradebook, so a class has a few dozen of them), not once per submission."""
+    visible, hidden = split_hidden(source)
+    return _Prepared(compile("\n".join(setup) + "\n", "<setup imports>", "exec"),
+                     compile(visible, "<visible tests>", "exec"), compile(hidden, "<hidden tests>", "exec"),
+                     kernel_functions(visible),  # (never the hidden tests' code: the kernel is the student's)
+                     tuple(notebook_names(source, list(setup))))
+
+
 def judge(source: str, setup: list[str], channel: Channel, salt: int | None) -> Verdict:
     """Run a test cell's visible then hidden tests in this process against the student's kernel."""
-    visible, hidden = split_hidden(source)
-    shipped = kernel_functions(visible)  # (never the hidden tests' code: the kernel is the student's)
+    try:
+        prepared = _prepare(source, tuple(setup))
+    except SyntaxError as exc:  # (the instructor's source: `make lessons` and the tests catch this first)
+        return Verdict(False, "visible", "SyntaxError", str(exc))
+    shipped = prepared.shipped
     namespace = {"__name__": "__grader__", "__builtins__": builtins}
-    exec(compile("\n".join(setup) + "\n", "<setup imports>", "exec"), namespace)
+    exec(prepared.setup, namespace)
     stage = "visible"
     try:
-        names = notebook_names(source, setup)
+        names = list(prepared.names)
         described = ask(channel, {"op": "describe", "names": names}) if names else {}
         if not isinstance(described, dict):
             raise ChannelFailure("the notebook's answer could not be read: not a description")
@@ -294,10 +319,10 @@ def judge(source: str, setup: list[str], channel: Channel, salt: int | None) -> 
         checks._KERNEL = lambda fn: _shipped(channel, shipped, fn)
         checks._EACH = _each
         checks._TRUSTED = True  # no student code runs in this process: nothing here to find tampered
-        exec(compile(visible, "<visible tests>", "exec"), namespace)
+        exec(prepared.visible, namespace)
         stage = "hidden"
         checks._SALT = salt
-        exec(compile(hidden, "<hidden tests>", "exec"), namespace)
+        exec(prepared.hidden, namespace)
     except KernelLost as exc:
         return Verdict(False, stage, "KernelLost", str(exc), lost=True)
     except ChannelFailure as exc:
