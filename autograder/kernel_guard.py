@@ -9,6 +9,12 @@ the grading process), but these payloads should fail loudly rather than quietly:
 snapshot when the kernel starts, before any notebook code, and before each execute request restores every
 hook to it and prints which ones it removed.
 
+It also sends the notebook's printed output in messages of at most about ``FLUSH_CHARS`` characters
+(``bounded_writes``): ipykernel gathers what a cell prints for 0.2 s and sends it as one message, so a loop
+that prints without end (a mistake, not an attack) made messages of hundreds of MB, which the grading process
+refuses unread (``sandbox.MAX_MESSAGE_BYTES``), losing the kernel's output and the cell's timeout note. In
+pieces, the grader's output cap cuts the flood and the timeout stops it as for any cell.
+
 It runs in the student's process, so code that sets out to can undo it; it is a second layer, not the
 defence.
 """
@@ -18,6 +24,29 @@ from __future__ import annotations
 import sys
 
 _SNAPSHOT: dict = {}
+FLUSH_CHARS = 1 << 20
+
+
+def bounded_writes(stream) -> None:
+    """Make ``stream`` (the kernel's stdout or stderr) send what it was given at least every FLUSH_CHARS
+    characters, a long string in pieces of that size."""
+    write, pending = stream.write, 0
+
+    def bounded(string):
+        nonlocal pending
+        if not isinstance(string, str) or len(string) + pending < FLUSH_CHARS:
+            pending += len(string) if isinstance(string, str) else 0
+            return write(string)  # (ipykernel's own error for what is not a str)
+        for start in range(0, len(string), FLUSH_CHARS):
+            piece = string[start:start + FLUSH_CHARS]
+            write(piece)
+            pending += len(piece)
+            if pending >= FLUSH_CHARS:
+                pending = 0
+                stream.flush()
+        return len(string)
+
+    stream.write = bounded
 
 
 def _state(shell) -> dict:
@@ -85,3 +114,6 @@ def load_ipython_extension(shell) -> None:
         return original(code, silent, *args, **kwargs)
 
     kernel.do_execute = do_execute
+    for stream in (sys.stdout, sys.stderr):
+        if type(stream).__name__ == "OutStream":  # (ipykernel's: what the kernel sends to the grader)
+            bounded_writes(stream)

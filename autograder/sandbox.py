@@ -40,8 +40,11 @@ import tempfile
 from importlib.metadata import PackageNotFoundError, distribution
 from pathlib import Path
 
+import zmq
+import zmq.asyncio
+from jupyter_client.asynchronous import AsyncKernelClient
 from jupyter_client.manager import AsyncKernelManager
-from traitlets import Integer, List, Unicode, default
+from traitlets import Integer, List, Type, Unicode, default
 
 from .course import ROOT
 
@@ -202,6 +205,25 @@ def _mount_args(readonly: list[Path], writable: list[tuple[Path, Path]]) -> list
     return args
 
 
+# The largest message the grading process takes from a student's kernel. jupyter_client parses every message
+# (json.loads) before nbclient looks at whom it is for, and nested JSON costs the parser about 25 times its
+# size: a kernel under its 4 GiB limit could otherwise send a message that needs tens of GB in the grader (with
+# --jobs 1, the process that grades the whole class). ZeroMQ refuses a larger message before anything reads
+# it and drops the connection: that student's cell then times out, nobody else notices. The course's largest
+# honest messages are figures and the grader's values (wire.MAX_BYTES, 16 MiB), well below.
+MAX_MESSAGE_BYTES = 40 << 20
+
+
+class LimitedKernelClient(AsyncKernelClient):
+    """The grading process's client of a sandboxed kernel: its sockets refuse messages over MAX_MESSAGE_BYTES."""
+
+    def _context_default(self):  # (jupyter_client's own default goes by this name)
+        self._created_context = True
+        context = zmq.asyncio.Context()
+        context.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE_BYTES)  # (a default for every socket made from it)
+        return context
+
+
 class SandboxKernelManager(AsyncKernelManager):
     """A jupyter_client kernel manager that starts the kernel inside bubblewrap (see the module docstring)."""
 
@@ -220,6 +242,9 @@ class SandboxKernelManager(AsyncKernelManager):
     @default("transport")
     def _transport_default(self):
         return "ipc"
+
+    client_class = Unicode("autograder.sandbox.LimitedKernelClient")
+    client_factory = Type(klass=LimitedKernelClient, help="the grader's client: refuses oversized messages")
 
     @property
     def kernel_spec(self):

@@ -20,6 +20,10 @@ from . import course
 STUDENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@+-]*")
 # A handed-in notebook larger than this is refused before it is read (outputs or data left in it).
 MAX_NOTEBOOK_BYTES = 50 * 2**20
+# A chapter folder holds the notebook and perhaps a few files it reads: past these it is refused before it is
+# copied (a zip can carry a tree thousands of folders deep, which exhausts Python's recursion in shutil.copytree).
+MAX_FOLDER_DEPTH = 8
+MAX_FOLDER_ENTRIES = 1000
 
 
 @dataclass
@@ -160,36 +164,79 @@ def find_submissions(folder: Path, assignments: list[str] | None = None) -> tupl
             name = chapter_dir.name
             if assignments and name not in assignments:
                 continue
-            problem = _not_inside(chapter_dir, root)
-            if problem:
-                errors.append(_refused(student, f"{student}/{name}", chapter_dir, problem))
+            try:
+                sub = _checked(student, chapter_dir, root, known, errors)
+            except OSError as exc:  # a folder this process may not enter, a file it may not read
+                errors.append(f"{student}: {_shown(name)} not graded: cannot read it ({exc.strerror or exc})")
                 continue
-            if not chapter_dir.is_dir():
-                continue
-            if name not in known:
-                errors.append(f"{student}: {_shown(name)} is not an assignment of this course "
-                              f"(known: {', '.join(known)})")
-                continue
-            sub = Submission(student, name, chapter_dir)
-            if sub.notebook.is_symlink():
-                errors.append(f"{student}: {name} not graded: {name}.ipynb is a symbolic link, not a file "
-                              "(hand in the notebook itself)")
-                continue
-            if not sub.notebook.is_file():
-                others = sorted(_shown(p.name) for p in chapter_dir.glob("*.ipynb"))
-                hint = f"; found {', '.join(others)}: rename it to {name}.ipynb" if others else ""
-                errors.append(f"{student}: not graded: {name}/{name}.ipynb is missing{hint}")
-                continue
-            problem = _not_inside(sub.notebook, root)
-            if problem:
-                errors.append(f"{student}: {name} not graded: {name}.ipynb {problem}")
-                continue
-            problem = notebook_problem(sub.notebook) or metadata_tampering(sub.notebook, name)
-            if problem:
-                errors.append(f"{student}: {name} not graded: {problem}. Their previous grades, if any, are kept.")
-                continue
-            found.append(sub)
+            if sub is not None:
+                found.append(sub)
     return found, errors
+
+
+def _checked(student: str, chapter_dir: Path, root: Path, known: list[str], errors: list[str]) -> Submission | None:
+    """The submission in one chapter folder, or None with its line added to errors (None and no line for a
+    stray file beside the chapter folders)."""
+    name = chapter_dir.name
+    problem = _not_inside(chapter_dir, root)
+    if problem:
+        errors.append(_refused(student, f"{student}/{name}", chapter_dir, problem))
+        return None
+    if not chapter_dir.is_dir():
+        return None
+    if name not in known:
+        errors.append(f"{student}: {_shown(name)} is not an assignment of this course (known: {', '.join(known)})")
+        return None
+    sub = Submission(student, name, chapter_dir)
+    if sub.notebook.is_symlink():
+        errors.append(f"{student}: {name} not graded: {name}.ipynb is a symbolic link, not a file "
+                      "(hand in the notebook itself)")
+        return None
+    if not sub.notebook.is_file():
+        others = sorted(_shown(p.name) for p in chapter_dir.glob("*.ipynb"))
+        hint = f"; found {', '.join(others)}: rename it to {name}.ipynb" if others else ""
+        errors.append(f"{student}: not graded: {name}/{name}.ipynb is missing{hint}")
+        return None
+    problem = _not_inside(sub.notebook, root)
+    if problem:
+        errors.append(f"{student}: {name} not graded: {name}.ipynb {problem}")
+        return None
+    problem = folder_problem(chapter_dir) or notebook_problem(sub.notebook) or metadata_tampering(sub.notebook, name)
+    if problem:
+        errors.append(f"{student}: {name} not graded: {problem}. Their previous grades, if any, are kept.")
+        return None
+    return sub
+
+
+def folder_problem(folder: Path) -> str | None:
+    """Why a chapter folder cannot be copied and graded as it stands, in words; None if it can: folders inside
+    it nested deeper than MAX_FOLDER_DEPTH, more than MAX_FOLDER_ENTRIES entries, or an entry this process
+    cannot read (a zip restores modes: an entry stored with mode 000 stops a copy made by an instructor who is
+    not root). Walked with a stack, never recursively; links are neither followed nor copied (copy_in)."""
+    stack, entries = [(folder, 0)], 0
+    while stack:
+        current, depth = stack.pop()
+        shown = _shown(str(current.relative_to(folder.parent)))
+        try:
+            with os.scandir(current) as listing:
+                items = list(listing)
+        except OSError as exc:
+            return f"cannot read the folder {shown} ({exc.strerror or exc})"
+        entries += len(items)
+        if entries > MAX_FOLDER_ENTRIES:
+            return (f"the folder {_shown(folder.name)} holds more than {MAX_FOLDER_ENTRIES} files and folders; hand "
+                    "in the notebook and the files it reads")
+        for item in items:
+            if item.name.startswith(".") or item.is_symlink():
+                continue  # (left behind by copy_in)
+            if item.is_dir(follow_symlinks=False):
+                if depth + 1 > MAX_FOLDER_DEPTH:
+                    return (f"the folder {_shown(folder.name)} has folders nested more than {MAX_FOLDER_DEPTH} "
+                            "levels deep; hand in the notebook and the files it reads")
+                stack.append((Path(item.path), depth + 1))
+            elif not os.access(item.path, os.R_OK):
+                return f"cannot read the file {_shown(str(Path(item.path).relative_to(folder.parent)))}"
+    return None
 
 
 _FLAGS = ("grade", "solution", "task")  # (a changed `locked` or `points` nbgrader puts back itself)

@@ -22,7 +22,7 @@ import sys
 
 import numpy as np
 
-MAX_BYTES = 64 << 20  # one encoded value
+MAX_BYTES = 16 << 20  # one encoded value (under sandbox.MAX_MESSAGE_BYTES, with room for JSON's escapes)
 MAX_DEPTH = 64  # lists, tuples and dicts inside each other
 _DTYPES = {"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
            "float16", "float32", "float64", "complex64", "complex128", np.dtype(np.longdouble).name,

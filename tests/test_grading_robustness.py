@@ -180,6 +180,79 @@ def test_a_notebook_has_a_total_time_limit_and_floods_cost_nothing(tmp_path):
     assert "used up the 60 s" in str([c.outputs for c in sleepy_nb.cells if c.cell_type == "code"])
 
 
+class _Stream:
+    """Stands for ipykernel's OutStream: keeps what is written, and what each flush would send."""
+
+    def __init__(self):
+        self.written, self.sent, self.pending = [], [], 0
+
+    def write(self, string):
+        if not isinstance(string, str):
+            raise TypeError(f"write() argument must be str, not {type(string)}")
+        self.written.append(string)
+        self.pending += len(string)
+        return len(string)
+
+    def flush(self):
+        self.sent.append(self.pending)
+        self.pending = 0
+
+
+def test_printed_output_goes_in_bounded_messages():
+    """A loop that prints without end, or one huge string: the kernel sends it at least every FLUSH_CHARS
+    characters, in order, so no message nears the size the grader refuses."""
+    from autograder import kernel_guard, sandbox
+    stream = _Stream()
+    kernel_guard.bounded_writes(stream)
+    for _ in range(1000):
+        stream.write("x" * 10_000)
+    stream.write("y" * (5 * kernel_guard.FLUSH_CHARS))
+    stream.write("")
+    text = "".join(stream.written)
+    assert text == "x" * 10_000_000 + "y" * (5 * kernel_guard.FLUSH_CHARS)
+    assert max(stream.sent) <= 2 * kernel_guard.FLUSH_CHARS and len(stream.sent) >= 14
+    assert 4 * 2 * kernel_guard.FLUSH_CHARS < sandbox.MAX_MESSAGE_BYTES  # (4 bytes a character at most)
+    with pytest.raises(TypeError):
+        stream.write(b"bytes")  # as ipykernel's own: not a str
+
+
+BOMB = """
+_kernel = get_ipython().kernel
+_body = b'{"data": {"text/plain": "."}, "metadata": {}, "junk": [' + b'[],' * 20_000_000 + b'[]]}'
+_kernel.session.send(_kernel.iopub_socket, "display_data", content=_body, parent={})
+del _body
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("grading_robustness")
+def test_a_message_that_would_cost_the_grader_gigabytes_is_refused(tmp_path):
+    """A cell that sends 60 MB of nested JSON as one message (not even for a cell of the notebook): the grading
+    process used to parse it into about 1.6 GB before looking at whom it was for, so a kernel inside its 4 GiB
+    could send what needs tens of GB in the process that grades the whole class. ZeroMQ now refuses it unread;
+    the student's notebook loses its kernel's output from then on, a classmate is graded as ever, and the
+    grading process (kernels included) stays small."""
+    b = synthetic.Builder(CHAPTER)
+    code = [i for i, ex in enumerate(b.a.exercises) if ex.solutions]
+    bomber = b._perfect_with("bomber", {code[-1]: BOMB}, b._tests_of(range(code[-1])))
+    perfect = b.perfect()
+    for student in (bomber, perfect):
+        student.write(tmp_path / "subs")
+    course_dir = tmp_path / "course"
+    run = _grade(tmp_path / "subs", course_dir, "--jobs", "1",
+                 env={"POSENC_NOTEBOOK_TIMEOUT": "120", "POSENC_CELL_TIMEOUT": "20"})
+    out = run.stdout.read()
+    _, status, usage = os.wait4(run.pid, 0)
+    run.returncode = os.waitstatus_to_exitcode(status)
+    assert run.returncode in (0, 1), out[-3000:]
+    peak_mb = usage.ru_maxrss / 1024  # (kilobytes on Linux; the largest of the grader and its kernels)
+    assert peak_mb < 800, f"the grading process peaked at {peak_mb:.0f} MB"
+    scores = _scores(course_dir)
+    assert scores[("perfect", CHAPTER)] == perfect.expected, out[-3000:]
+    assert ("bomber", CHAPTER) in scores, out[-3000:]
+    assert sum(v or 0 for k, v in scores[("bomber", CHAPTER)].items() if k in b._tests_of([code[-1]])) == 0
+
+
 @pytest.mark.slow
 @pytest.mark.xdist_group("grading_robustness")
 def test_grading_works_from_a_symlinked_virtualenv(tmp_path):

@@ -145,6 +145,92 @@ def test_the_collected_folder_is_graded_where_it_lies(tmp_path, monkeypatch):
     assert sorted(p.name for p in notebook.parent.iterdir()) == [f"{NAME}.ipynb", "timestamp.txt"]
 
 
+def test_a_folder_tree_too_deep_to_copy_costs_one_student_one_line(tmp_path, monkeypatch):
+    """A zip can carry a tree of folders hundreds of levels deep beside the notebook: shutil.copytree then runs
+    out of recursion and `grade` ended in a traceback, grading nobody. It is refused before the copy."""
+    folder = tmp_path / "in"
+    _submit(folder, "alice")
+    _submit(folder, "bob")
+    deep = folder / "alice" / NAME
+    for _ in range(600):
+        deep = deep / "d"
+    deep.mkdir(parents=True)
+    monkeypatch.setenv("POSENC_COURSE_DIR", str(tmp_path / "course"))
+    graded = _folder_handling_only(monkeypatch)
+    lines = []
+    assert grade_command.grade(folder, out=lines.append) == 1
+    assert graded == [(NAME, "bob")]
+    assert [line for line in lines if line.startswith("ERROR")] == [
+        f"ERROR alice: {NAME} not graded: the folder {NAME} has folders nested more than "
+        f"{submissions.MAX_FOLDER_DEPTH} levels deep; hand in the notebook and the files it reads. Their previous "
+        "grades, if any, are kept."]
+
+
+def test_a_folder_of_too_many_files_costs_one_student_one_line(tmp_path):
+    _submit(tmp_path, "alice")
+    _submit(tmp_path, "bob")
+    for k in range(submissions.MAX_FOLDER_ENTRIES):
+        (tmp_path / "alice" / NAME / f"f{k}.txt").write_text("")
+    found, errors = submissions.find_submissions(tmp_path)
+    assert _graded(found) == [("bob", NAME)]
+    assert len(errors) == 1 and errors[0].startswith(f"alice: {NAME} not graded: the folder {NAME} holds more "
+                                                     f"than {submissions.MAX_FOLDER_ENTRIES} files"), errors
+
+
+def test_a_file_that_cannot_be_read_costs_one_student_one_line(tmp_path, monkeypatch):
+    """unzip restores a mode-000 entry; an instructor who is not root cannot copy it (root reads any, so the
+    check is faked here)."""
+    _submit(tmp_path, "alice")
+    _submit(tmp_path, "bob")
+    (tmp_path / "alice" / NAME / "secret.txt").write_text("x")
+    access = submissions.os.access
+    monkeypatch.setattr(submissions.os, "access",
+                        lambda path, mode: not str(path).endswith("secret.txt") and access(path, mode))
+    found, errors = submissions.find_submissions(tmp_path)
+    assert _graded(found) == [("bob", NAME)]
+    assert errors == [f"alice: {NAME} not graded: cannot read the file {NAME}/secret.txt. Their previous grades, "
+                      "if any, are kept."]
+
+
+def test_a_chapter_folder_that_cannot_be_entered_costs_one_student_one_line(tmp_path, monkeypatch):
+    _submit(tmp_path, "alice")
+    _submit(tmp_path, "bob")
+    is_symlink = Path.is_symlink
+
+    def refusing(self):
+        if self.parent.name == NAME and self.parent.parent.name == "alice":
+            raise PermissionError(13, "Permission denied", str(self))  # lstat inside a folder without x
+        return is_symlink(self)
+
+    monkeypatch.setattr(Path, "is_symlink", refusing)
+    found, errors = submissions.find_submissions(tmp_path)
+    assert _graded(found) == [("bob", NAME)]
+    assert errors == [f"alice: {NAME} not graded: cannot read it (Permission denied)"]
+
+
+def test_a_copy_that_fails_costs_one_student_one_line(tmp_path, monkeypatch):
+    """What changes between the check and the copy (a file removed, a disk full) costs that student a line."""
+    folder = tmp_path / "in"
+    _submit(folder, "alice")
+    _submit(folder, "bob")
+    monkeypatch.setenv("POSENC_COURSE_DIR", str(tmp_path / "course"))
+    graded = _folder_handling_only(monkeypatch)
+    copy_in = submissions.copy_in
+
+    def failing(sub, cfg):
+        if sub.student == "alice":
+            raise shutil.Error([("a", "b", "No space left on device")])
+        return copy_in(sub, cfg)
+
+    monkeypatch.setattr(submissions, "copy_in", failing)
+    lines = []
+    assert grade_command.grade(folder, out=lines.append) == 1
+    assert graded == [(NAME, "bob")]
+    errors = [line for line in lines if line.startswith("ERROR")]
+    assert len(errors) == 1 and errors[0].startswith(f"ERROR alice: {NAME} not graded: its folder could not be "
+                                                     "copied (Error: "), errors
+
+
 def test_a_student_id_is_matched_whole(tmp_path):
     """`re.match` with `$` accepts a trailing newline: "alice\\n" is not a student id."""
     _submit(tmp_path, "alice\n")

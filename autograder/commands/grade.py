@@ -4,6 +4,7 @@ notebook, put the chapters and students in the gradebook, copy the readable subm
 
 from __future__ import annotations
 
+import shutil
 import time
 from pathlib import Path
 
@@ -45,8 +46,19 @@ def _grade(found, errors, cfg, jobs, out) -> int:
             return 1
         names = sorted({s.assignment for s in found})
         gradebook.register_students([s.student for s in found], cfg)
+        copied = []
         for sub in found:
-            submissions.copy_in(sub, cfg)
+            try:
+                submissions.copy_in(sub, cfg)
+            except (OSError, shutil.Error, RecursionError) as exc:  # (what changed since find_submissions looked)
+                errors.append(f"{sub.student}: {sub.assignment} not graded: its folder could not be copied "
+                              f"({type(exc).__name__}: {str(exc)[:200]})")
+                out(f"ERROR {errors[-1]}")
+                continue
+            copied.append(sub)
+        found = copied
+        if not found:
+            return 1
         out(f"autograding {len(found)} submissions of {len(names)} assignments with {jobs} job(s) "
             f"into {course.course_dir()}")
         start = time.perf_counter()
