@@ -170,6 +170,9 @@ def close(actual, expected, what="the answer", atol=1e-8, rtol=1e-8):
         raise AssertionError(f"{what} should have shape {e.shape}, got shape {a.shape}")
     if not _isfinite(a).all():
         raise AssertionError(f"{what} contains NaN or inf")
+    if not _isfinite(e).all():  # (a value the test derived from the notebook's answers: nothing equals it)
+        raise AssertionError(f"{what}: the value it is compared with is NaN or inf (computed from the "
+                             "notebook's other answers?)")
     err = abs(a - e) - (atol + rtol * abs(e))  # ndarray operators: nothing a notebook can rebind
     if a.size and float(err.max()) > 0:
         index = _unravel(int(_argmax(err)), e.shape) if e.ndim else ()

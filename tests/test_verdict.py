@@ -104,6 +104,14 @@ def test_a_plain_value_nested_too_deep_is_refused_both_ways():
         wire.loads(json.dumps({"$": "json", "value": 3}))
 
 
+def test_close_fails_against_an_expected_value_that_is_nan_or_inf():
+    """A test may derive its expected value from another answer of the notebook (a student's table): NaN there
+    made every comparison false, so the check passed whatever the answer was."""
+    for expected in (float("nan"), [1.0, float("inf")]):
+        with pytest.raises(AssertionError, match="compared with is NaN or inf"):
+            checks.close(np.zeros(np.shape(expected)) + 123.0, expected, "x")
+
+
 def test_wire_carries_tensors_with_their_dtype():
     torch = pytest.importorskip("torch")
     for t in (torch.arange(4.0), torch.zeros(2, 3, dtype=torch.float64), torch.tensor([1, 2]),
