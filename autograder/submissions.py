@@ -208,6 +208,13 @@ def _checked(student: str, chapter_dir: Path, root: Path, known: list[str], erro
     return sub
 
 
+def _left_behind(folder, name: str) -> bool:
+    """What copy_in does not copy: hidden files, caches, and symbolic links (copytree would copy a link's
+    *target*, so a submission holding `x -> /path/to/solutions/...` would bring the instructor's files into the
+    course folder)."""
+    return name.startswith(".") or name == "__pycache__" or os.path.islink(os.path.join(folder, name))
+
+
 def folder_problem(folder: Path) -> str | None:
     """Why a chapter folder cannot be copied and graded as it stands, in words; None if it can: folders inside
     it nested deeper than MAX_FOLDER_DEPTH, more than MAX_FOLDER_ENTRIES entries, or an entry this process
@@ -227,8 +234,8 @@ def folder_problem(folder: Path) -> str | None:
             return (f"the folder {_shown(folder.name)} holds more than {MAX_FOLDER_ENTRIES} files and folders; hand "
                     "in the notebook and the files it reads")
         for item in items:
-            if item.name.startswith(".") or item.is_symlink():
-                continue  # (left behind by copy_in)
+            if _left_behind(current, item.name):
+                continue
             if item.is_dir(follow_symlinks=False):
                 if depth + 1 > MAX_FOLDER_DEPTH:
                     return (f"the folder {_shown(folder.name)} has folders nested more than {MAX_FOLDER_DEPTH} "
@@ -292,10 +299,5 @@ def copy_in(sub: Submission, cfg) -> Path:
     if dest.exists():
         shutil.rmtree(dest)
 
-    def skipped(folder, names):
-        # Hidden files, caches, and symbolic links: copytree would copy a link's *target*, so a submission
-        # holding `x -> /path/to/solutions/...` would bring the instructor's files into the course folder.
-        return [n for n in names if n.startswith(".") or n == "__pycache__" or os.path.islink(os.path.join(folder, n))]
-
-    shutil.copytree(sub.folder, dest, ignore=skipped)
+    shutil.copytree(sub.folder, dest, ignore=lambda folder, names: [n for n in names if _left_behind(folder, n)])
     return dest

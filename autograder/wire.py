@@ -202,7 +202,7 @@ def _decode(obj, depth: int):
     tag = obj.get("$")
     if tag == "json":
         value = obj.get("value")
-        if not isinstance(value, (list, dict)) or not _within_depth(value, depth):
+        if not isinstance(value, (list, dict)) or not _plain(value, depth):  # (json.loads built it: depth)
             raise WireError(f"malformed plain value (a list or dict nested at most {MAX_DEPTH} levels)")
         return value
     if tag == "complex":
@@ -246,19 +246,6 @@ def _decode(obj, depth: int):
             raise WireError("malformed stored value")
         return Stored(key, text)
     raise WireError(f"unknown tag {str(tag)[:40]!r}")
-
-
-def _within_depth(value, depth: int) -> bool:
-    """Whether the lists and dicts that json.loads built nest at most MAX_DEPTH levels (counting ``depth``)."""
-    stack = [(value, depth)]
-    while stack:
-        container, level = stack.pop()
-        if level > MAX_DEPTH:
-            return False
-        for item in (container.values() if type(container) is dict else container):
-            if type(item) is list or type(item) is dict:
-                stack.append((item, level + 1))
-    return True
 
 
 def _items(obj) -> list:

@@ -81,7 +81,8 @@ def _types(value) -> list:
 def test_values_json_would_change_go_tagged_and_keep_their_types(value):
     """A tuple, a non-str key or a NumPy value anywhere inside makes the value go tagged, so it arrives with
     every type it had (json.dumps would have turned them into lists, str keys and plain floats)."""
-    assert wire.encode(value).get("$") != "json" if isinstance(wire.encode(value), dict) else True
+    tree = wire.encode(value)
+    assert not (isinstance(tree, dict) and tree.get("$") == "json"), tree
     back = wire.loads(wire.dumps(value))
     assert _types(back) == _types(value)
 
@@ -184,17 +185,6 @@ def test_kernel_functions_ship_with_the_helpers_they_call():
     assert "@checks.kernel" not in shipped["probe"]
 
 
-class Recording(verdict.Channel):
-    """Passes requests on and keeps their text."""
-
-    def __init__(self, inner):
-        self.inner, self.payloads = inner, []
-
-    def request(self, payload):
-        self.payloads.append(payload)
-        return self.inner.request(payload)
-
-
 def test_hidden_tests_send_no_code_to_the_kernel():
     """A @checks.kernel function in the hidden tests fails the cell, saying why, and its code never reaches
     the student's kernel (which could read it, or answer for it)."""
@@ -206,7 +196,7 @@ def test_hidden_tests_send_no_code_to_the_kernel():
             "assert secret_probe(1) == 12347\n"
             "### END HIDDEN TESTS\n")
     with ProcessChannel(["def twice(x):\n    return 2 * x\n"]) as process:
-        channel = Recording(process)
+        channel = Counting(process)
         decided = verdict.judge(cell, EACH_SETUP, channel, salt=1)
     assert not decided.passed and decided.stage == "hidden"
     assert "only visible tests may run code in the student's kernel" in decided.message
@@ -403,13 +393,17 @@ def test_a_blocked_class_of_a_submodule_posenc_loads_lazily_is_blocked_in_a_fres
 
 
 class Counting(verdict.Channel):
-    """A channel that counts the requests it passes on."""
+    """A channel that keeps the requests it passes on (their text, and their kinds in ``ops``)."""
 
     def __init__(self, inner):
-        self.inner, self.ops = inner, []
+        self.inner, self.payloads = inner, []
+
+    @property
+    def ops(self) -> list[str]:
+        return [wire.loads(payload)["op"] for payload in self.payloads]
 
     def request(self, payload):
-        self.ops.append(wire.loads(payload)["op"])
+        self.payloads.append(payload)
         return self.inner.request(payload)
 
 
