@@ -14,12 +14,13 @@ import time
 from pathlib import Path
 
 import nbformat
+from nbformat.v4 import new_code_cell, new_notebook
 import pytest
 from nbgrader.api import Gradebook
 from nbgrader.utils import is_grade, is_solution
 
 import synthetic
-from autograder import course, sandbox, submissions
+from autograder import config, course, preprocessors, sandbox, submissions
 from autograder.commands import grade as grade_command
 from autograder.liveness import MAX_SOURCE, cell_names
 from support import cli_command, cli_env
@@ -282,3 +283,30 @@ def test_a_kernel_that_cannot_start_in_the_sandbox_is_one_line_before_anyone_is_
     assert len(lines) == 1 and lines[0].startswith("ERROR nobody was graded: a kernel cannot start in the sandbox")
     assert "a_module_the_sandbox_lacks" in lines[0] and "virtualenv" in lines[0], lines
     assert not (tmp_path / "course" / "submitted").exists(), "nothing was copied or graded"
+
+
+class _BusyGrader(preprocessors.GuardedExecute):
+    """A grading process slow to read the kernel's messages (a loaded machine): each comm message costs it 2 ms,
+    so a cell that sends thousands of them fills the kernel's output socket, which then drops messages,
+    the cell's closing "idle" status among them."""
+
+    def process_message(self, msg, cell, cell_index):
+        if msg.get("msg_type") == "comm_msg":
+            time.sleep(0.002)
+        return super().process_message(msg, cell, cell_index)
+
+
+@pytest.mark.slow
+def test_a_finished_cell_whose_last_messages_were_dropped_does_not_stop_the_notebook(tmp_path, monkeypatch):
+    # The flood is the course's own benign code, run in a plain kernel: no submission is involved.
+    flood = ("from ipykernel.comm import Comm\n_c = Comm(target_name='flood')\n"
+             "for _i in range(1500):\n    _c.send({'x': 'y' * 1000})\n")
+    nb = new_notebook(cells=[new_code_cell(flood), new_code_cell("answer = 41 + 1"), new_code_cell("print(answer)")],
+                      metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}})
+    monkeypatch.setenv("POSENC_COURSE_DIR", str(tmp_path / "course"))
+    executor = _BusyGrader(config=config.load_config(), timeout=60, iopub_timeout=1)
+    executor.skip_demo_cells = False
+    nb, _ = executor.preprocess(nb, {"metadata": {"path": "."}})
+    outputs = [o for c in nb.cells for o in c.outputs]
+    assert not [o for o in outputs if o.output_type == "error"], outputs
+    assert nb.cells[2].outputs[0].text == "42\n", nb.cells[2].outputs
