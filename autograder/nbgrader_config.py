@@ -29,12 +29,6 @@ c.Exchange.path_includes_course = True
 # POSENC_CELL_TIMEOUT overrides it (the tests use a short one).
 c.Execute.timeout = int(os.environ.get("POSENC_CELL_TIMEOUT", "60"))
 c.Execute.interrupt_on_timeout = True
-# A cell is over when the kernel replies. Its last messages may never come: the kernel's output socket drops what a
-# busy grading process has not read yet (ZeroMQ's high-water mark), the cell's closing "idle" status included, and
-# nbgrader's default then shuts the kernel down as if the finished cell hung (a cell that sends thousands of
-# messages fast cost the rest of its notebook, depending on the machine's load). Past Execute.iopub_timeout the
-# grader goes on to the next cell, as nbclient does by default.
-c.Execute.raise_on_iopub_timeout = False
 # Quiet kernels (their start-up warnings are not the students' output), and two extensions loaded before any
 # notebook code: the hook guard (IPython hooks a cell registers are removed before the next cell,
 # autograder/kernel_guard.py) and the grader's agent, which the grading process calls (autograder/agent.py).

@@ -5,7 +5,9 @@
   whole submission, as it does in plain nbgrader (no grade at all for that student). Here the cell gets an
   error that says what happened, the cells after it are marked as not run (an error output each, so their
   tests score 0, which is what the student would see after *Restart and Run All*), and nbgrader records the
-  points earned before it.
+  points earned before it. A cell that did reply is finished even when its closing "idle" message never
+  comes (the kernel's output socket drops messages a busy grader has not read yet): nbgrader would shut the
+  kernel down as if it hung.
 * The narrative cells the instructor tagged ``demo`` (figures, explorers, glue: display only) are left out
   when no cell run after them uses a name they define (``autograder.liveness.demo_cells_to_skip``): a student
   whose solution uses such a name gets that cell run, as in their own notebook. Autograding then costs the
@@ -137,6 +139,7 @@ class GuardedExecute(Execute):
             if test is not None:
                 self._record(cell, None, verdicts.Verdict(False, "visible", NOT_RUN, self._stopped))
             return cell, resources
+        self._interrupted = False
         try:
             cell, resources = super().preprocess_cell(cell, resources, index)
         except DeadKernelError:
@@ -144,12 +147,15 @@ class GuardedExecute(Execute):
             cell.outputs.append(_error(KERNEL_DIED, "the kernel died while this cell ran: "
                                        "os._exit(), a crash, or the machine ran out of memory"))
         except CellTimeoutError:
-            self._stopped = (f"cell {index} did not stop within {self.timeout} s and ignored the interrupt, "
-                             "so the kernel was shut down")
-            cell.outputs.append(_error(KERNEL_UNRESPONSIVE, f"no reply within {self.timeout} s and the kernel "
-                                       "ignored the interrupt (a loop that catches KeyboardInterrupt?); "
-                                       "the kernel was shut down"))
-            self._kill_kernel()
+            if self._interrupted:
+                self._stopped = (f"cell {index} did not stop within {self.timeout} s and ignored the interrupt, "
+                                 "so the kernel was shut down")
+                cell.outputs.append(_error(KERNEL_UNRESPONSIVE, f"no reply within {self.timeout} s and the kernel "
+                                           "ignored the interrupt (a loop that catches KeyboardInterrupt?); "
+                                           "the kernel was shut down"))
+                self._kill_kernel()
+            else:  # it replied; only its closing messages were lost (see _async_handle_timeout)
+                self.log.warning("Cell %d: the kernel replied but its last messages were dropped", index)
         if self._stopped is not None:
             self.log.warning("Cell %d: %s; the remaining cells are marked as not run", index, self._stopped)
             if test is not None:
@@ -218,6 +224,15 @@ class GuardedExecute(Execute):
             return timeout
         left = max(1, int(self._ends - time.monotonic()) + 1)
         return left if timeout is None else min(timeout, left)
+
+    async def _async_handle_timeout(self, timeout, cell=None):
+        """nbclient calls this when a cell has not replied in time, and interrupts the kernel. Only then is a
+        CellTimeoutError that follows a kernel that ignored the interrupt. Without it, the kernel did reply and
+        only the cell's closing "idle" status never came: the kernel's output socket drops what a busy grading
+        process has not read yet (ZeroMQ's high-water mark), so a cell that sends thousands of messages fast
+        could lose it. That cell finished, and the notebook goes on."""
+        self._interrupted = True
+        return await super()._async_handle_timeout(timeout, cell)
 
     def _kill_kernel(self):
         try:
