@@ -19,6 +19,7 @@ from nbclient.exceptions import CellExecutionError
 from nbgrader.utils import is_grade, is_solution
 
 from autograder import course
+from autograder.ipc_kernel import IpcKernelManager
 from autograder.commands.release import release
 from autograder.liveness import DEMO_TAG, demo_cells_to_skip, is_demo
 
@@ -41,6 +42,7 @@ def _execute(nb, allow_errors):
     processes share the machine."""
     # skip_cells_with_tag: the book skips exercise cells (tag skip-execution); grading must run them all.
     client = NotebookClient(nb, timeout=120, kernel_name="python3", allow_errors=allow_errors,
+                            kernel_manager_class=IpcKernelManager,
                             skip_cells_with_tag="posenc-grading-never-skips",
                             resources={"metadata": {"path": str(course.ROOT)}})
     with client.setup_kernel():

@@ -16,12 +16,14 @@ from pathlib import Path
 import nbformat
 from nbformat.v4 import new_code_cell, new_notebook
 import pytest
+from jupyter_core.utils import run_sync
 from nbgrader.api import Gradebook
 from nbgrader.utils import is_grade, is_solution
 
 import synthetic
 from autograder import config, course, preprocessors, sandbox, submissions
 from autograder.commands import grade as grade_command
+from autograder.ipc_kernel import IpcKernelManager
 from autograder.liveness import MAX_SOURCE, cell_names
 from support import cli_command, cli_env
 
@@ -310,3 +312,26 @@ def test_a_finished_cell_whose_last_messages_were_dropped_does_not_stop_the_note
     outputs = [o for c in nb.cells for o in c.outputs]
     assert not [o for o in outputs if o.output_type == "error"], outputs
     assert nb.cells[2].outputs[0].text == "42\n", nb.cells[2].outputs
+
+
+def test_unsandboxed_kernels_talk_over_socket_files_of_their_own():
+    """TCP ports are picked by binding port 0 and letting it go: two kernels started at once (two grading
+    workers) can get the same one, and one of them dies before replying to kernel_info. The grader's
+    unsandboxed kernels talk over IPC socket files in a private folder, removed with the kernel."""
+    assert preprocessors.GuardedExecute().kernel_manager_class is IpcKernelManager
+    managers = [IpcKernelManager(kernel_name="python3") for _ in range(2)]
+    folders = [Path(m.ip).parent for m in managers]
+    assert folders[0] != folders[1] and all(m.transport == "ipc" for m in managers)
+    for manager in managers:
+        run_sync(manager.start_kernel)()
+    try:
+        for manager in managers:
+            client = manager.client()
+            client.start_channels()
+            run_sync(client.wait_for_ready)(timeout=60)
+            client.stop_channels()
+            assert {p.name for p in Path(manager.ip).parent.iterdir()} >= {f"k-{manager.shell_port}"}
+    finally:
+        for manager in managers:
+            run_sync(manager.shutdown_kernel)(now=True)
+    assert not any(folder.exists() for folder in folders)

@@ -34,6 +34,7 @@ from nbgrader.utils import determine_grade, is_grade, is_solution
 from traitlets import Bool, Integer, Unicode
 
 from .. import verdict as verdicts
+from ..ipc_kernel import IpcKernelManager
 from ..kernel_channel import KernelChannel
 from ..liveness import DEMO_TAG, demo_cells_to_skip
 from .restore_imports import TESTS_KEY
@@ -106,6 +107,10 @@ class GuardedExecute(Execute):
     notebook_timeout = Integer(600, help="seconds one notebook may run in all, its cells and the grader's "
                                "calls together (each cell also has Execute.timeout); past it, the cells "
                                "left are marked as not run").tag(config=True)
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("kernel_manager_class", IpcKernelManager)  # (sockets that cannot collide: ipc_kernel.py)
+        super().__init__(*args, **kwargs)
 
     def preprocess(self, nb, resources=None, km=None):
         self._stopped = None  # why execution stopped, once it has

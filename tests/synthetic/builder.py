@@ -28,6 +28,7 @@ from nbclient import NotebookClient
 from nbgrader.utils import is_grade, is_locked, is_solution, is_task
 
 from autograder import course
+from autograder.ipc_kernel import IpcKernelManager
 from autograder.preprocessors.restore_imports import setup_imports
 
 from . import payloads
@@ -405,6 +406,7 @@ def record_calls(a: Assignment, workdir: Path | None = None) -> dict:
         nb.cells.insert(0, nbformat.v4.new_code_cell(pasted(call_tables) + "\n\n_posenc_rec = _Recorder()\n"))
         nb.cells.append(nbformat.v4.new_code_cell(f"_posenc_rec.dump({str(out)!r})"))
         NotebookClient(nb, timeout=300, kernel_name="python3", allow_errors=False,
+                       kernel_manager_class=IpcKernelManager,
                        skip_cells_with_tag="posenc-grading-never-skips",
                        resources={"metadata": {"path": str(course.ROOT)}}).execute()
         data = json.loads(out.read_text())
