@@ -51,20 +51,24 @@ c.GuardedExecute.notebook_timeout = int(os.environ.get("POSENC_NOTEBOOK_TIMEOUT"
 # a student's code kills the kernel (os._exit) or a loop ignores the timeout's interrupt (plain nbgrader then
 # gives that student no grade at all), and decides test cells in the grading process; LimitOutput also caps the
 # characters of each output (nbgrader caps lines; one huge line slips through); OverwriteCells puts back deleted
-# test cells without failing when their neighbours were deleted too; InertOutputs keeps only inert outputs.
+# test cells without failing when their neighbours were deleted too; InertOutputs keeps only inert outputs;
+# CheckCellMetadata checks the cells' nbgrader metadata by nbgrader's rules, the schema itself checked once.
 # Only autograde is sandboxed: students' own `nbgrader validate` and JupyterLab are not. `grade --unsandboxed`
 # loads this configuration and swaps the Execute step for GuardedExecute on the loaded object (autograder/config.py).
-from autograder.preprocessors import (InertOutputs, LimitOutput, OverwriteCells, RestoreImports,  # noqa: E402
-                                      SandboxedExecute)
+from autograder.preprocessors import (CheckCellMetadata, InertOutputs, LimitOutput, OverwriteCells,  # noqa: E402
+                                      RestoreImports, SandboxedExecute)
 from nbconvert.preprocessors import ClearMetadataPreprocessor  # noqa: E402
-from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, ClearOutput,  # noqa: E402
-                                    DeduplicateIds, IgnorePattern, OverwriteKernelspec, SaveAutoGrades)
+from nbgrader.preprocessors import (AssignLatePenalties, ClearOutput, DeduplicateIds, IgnorePattern,  # noqa: E402
+                                    OverwriteKernelspec, SaveAutoGrades)
 
 c.Autograde.sanitize_preprocessors = [ClearOutput, DeduplicateIds, OverwriteKernelspec, OverwriteCells,
                                       CheckCellMetadata]
 c.Autograde.autograde_preprocessors = [RestoreImports, SandboxedExecute, IgnorePattern,
                                        ClearMetadataPreprocessor, LimitOutput, InertOutputs, SaveAutoGrades,
                                        AssignLatePenalties, CheckCellMetadata]
+# nbconvert checks the whole notebook against nbformat's schema after each of these steps (a dozen times per
+# submission, a few ms each on a chapter); once, after the last step, catches the same invalid notebook.
+c.Exporter.optimistic_validation = True
 # (GuardedExecute and SandboxedExecute take every c.Execute setting here: traitlets applies a class's config
 # to its subclasses.)
 # Printed output kept per cell in the autograded notebook and the feedback page.

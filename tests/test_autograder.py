@@ -6,6 +6,7 @@ The synthetic class itself (every chapter, the hostile set) is in test_autograde
 
 from __future__ import annotations
 
+import copy
 import csv
 import os
 import subprocess
@@ -344,6 +345,60 @@ def test_metadata_problems_name_the_cell(tmp_path, monkeypatch):
     problems = gradebook.metadata_problems("x")
     assert "cell 0 (rubric) is a task cell without points" in problems[0]
     assert "grade_id 'twice' is used twice" in problems[1]
+
+
+def _metadata_cases():
+    """A lesson's cells, each alone, with every kind of nbgrader metadata, correct and broken."""
+    lesson = nbformat.read(course.lesson_notebook(CHAPTERS[0]), as_version=4)
+    test = next(c for c in lesson.cells if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("grade")
+                and not c.metadata["nbgrader"].get("solution"))
+    edits = {"as released": {}, "points not a number": {"points": "two"}, "grade not a bool": {"grade": "yes"},
+             "grade_id not a string": {"grade_id": 5}, "empty grade_id": {"grade_id": ""},
+             "older schema": {"schema_version": 2}, "newer schema": {"schema_version": 4},
+             "no schema version": {"schema_version": None}, "no grade_id": {"grade_id": None},
+             "no points": {"points": None}, "a task that is code": {"task": True},
+             "unknown key": {"colour": "red"}, "locked not a bool": {"locked": 1}}
+    cases = {}
+    for what, edit in edits.items():
+        cell = copy.deepcopy(test)
+        for key, value in edit.items():
+            if value is None:
+                cell.metadata["nbgrader"].pop(key, None)
+            else:
+                cell.metadata["nbgrader"][key] = value
+        cases[what] = cell
+    markdown = nbformat.v4.new_markdown_cell("answer")
+    markdown.metadata["nbgrader"] = {**test.metadata["nbgrader"], "solution": False}
+    cases["a graded markdown cell that is not a solution"] = markdown
+    cases["no nbgrader metadata"] = lesson.cells[0]
+    return cases
+
+
+def test_autograde_checks_metadata_with_the_course_step(tmp_path, monkeypatch):
+    from nbgrader.preprocessors import CheckCellMetadata as NbgraderCheckCellMetadata
+
+    autograde = Autograde(config=_config(tmp_path, monkeypatch))
+    for steps in (autograde.sanitize_preprocessors, autograde.autograde_preprocessors):
+        assert preprocessors.CheckCellMetadata in steps and NbgraderCheckCellMetadata not in steps, steps
+
+
+@pytest.mark.parametrize("what", sorted(_metadata_cases()))
+def test_cell_metadata_is_checked_as_nbgrader_checks_it(what):
+    from nbgrader.nbgraderformat import MetadataValidator
+
+    from autograder.preprocessors.check_cell_metadata import Validator
+
+    cell = _metadata_cases()[what]
+
+    def outcome(validator):
+        try:
+            validator.validate_cell(copy.deepcopy(cell))
+        except Exception as exc:  # (what nbgrader raises is part of what is compared)
+            return type(exc).__name__, str(exc)
+        return None
+    assert outcome(Validator()) == outcome(MetadataValidator())
+    if what not in ("as released", "no nbgrader metadata"):
+        assert outcome(Validator()) is not None, "a broken cell passed"
 
 
 @pytest.mark.parametrize("name", CHAPTERS)

@@ -9,9 +9,11 @@ same way); autograder/nbgrader_config.py puts them in nbgrader's lists.
   (autograde's default);
 * ``limit_output``: ``LimitOutput``, nbgrader's line limit plus characters per output;
 * ``overwrite_cells``: ``OverwriteCells``, deleted test cells put back even when their neighbours were deleted;
-* ``inert_outputs``: ``InertOutputs``, only text, images and errors reach the autograded notebook and feedback.
+* ``inert_outputs``: ``InertOutputs``, only text, images and errors reach the autograded notebook and feedback;
+* ``check_cell_metadata``: ``CheckCellMetadata``, nbgrader's check of the cells' metadata, its schema checked once.
 """
 
+from .check_cell_metadata import CheckCellMetadata
 from .guarded_execute import GuardedExecute
 from .inert_outputs import InertOutputs
 from .limit_output import LimitOutput
@@ -19,4 +21,5 @@ from .overwrite_cells import OverwriteCells
 from .restore_imports import RestoreImports
 from .sandboxed_execute import SandboxedExecute
 
-__all__ = ["GuardedExecute", "InertOutputs", "LimitOutput", "OverwriteCells", "RestoreImports", "SandboxedExecute"]
+__all__ = ["CheckCellMetadata", "GuardedExecute", "InertOutputs", "LimitOutput", "OverwriteCells", "RestoreImports",
+           "SandboxedExecute"]
