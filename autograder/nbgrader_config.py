@@ -67,7 +67,8 @@ c.Autograde.autograde_preprocessors = [RestoreImports, SandboxedExecute, IgnoreP
                                        ClearMetadataPreprocessor, LimitOutput, InertOutputs, SaveAutoGrades,
                                        AssignLatePenalties, CheckCellMetadata]
 # nbconvert checks the whole notebook against nbformat's schema after each of these steps (a dozen times per
-# submission, a few ms each on a chapter); once, after the last step, catches the same invalid notebook.
+# submission, a few ms each on a chapter); checked once, after the last step, an invalid notebook still fails
+# (only the message no longer names the step that made it invalid).
 c.Exporter.optimistic_validation = True
 # (GuardedExecute and SandboxedExecute take every c.Execute setting here: traitlets applies a class's config
 # to its subclasses.)
