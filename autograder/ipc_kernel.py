@@ -4,8 +4,8 @@ folder of its own) instead of TCP ports.
 jupyter_client picks a kernel's five TCP ports by binding each to port 0 and letting it go again, so two
 processes starting kernels at the same moment (two grading workers, or grading beside anything else that starts
 kernels) can be handed the same port; the second kernel then cannot bind it and dies before it replies to
-``kernel_info``, and its notebook is lost. Socket files in a private folder cannot collide. The sandboxed
-kernels (autograder/sandbox.py) talk over IPC for the same reason, in the sandbox's folder."""
+``kernel_info``, and its notebook is lost. Socket files in a private folder cannot collide. The sandbox's
+``SandboxKernelManager`` (autograder/sandbox.py) is one, its sockets in the sandbox's folder."""
 
 from __future__ import annotations
 

@@ -43,10 +43,10 @@ from pathlib import Path
 import zmq
 import zmq.asyncio
 from jupyter_client.asynchronous import AsyncKernelClient
-from jupyter_client.manager import AsyncKernelManager
 from traitlets import Integer, List, Type, Unicode, default
 
 from .course import ROOT
+from .ipc_kernel import IpcKernelManager
 
 INSTALL_HINT = ("install bubblewrap (Debian/Ubuntu: `sudo apt-get install bubblewrap`; Fedora: "
                 "`sudo dnf install bubblewrap`), or grade on a Linux machine that has it")
@@ -224,8 +224,9 @@ class LimitedKernelClient(AsyncKernelClient):
         return context
 
 
-class SandboxKernelManager(AsyncKernelManager):
-    """A jupyter_client kernel manager that starts the kernel inside bubblewrap (see the module docstring)."""
+class SandboxKernelManager(IpcKernelManager):
+    """A jupyter_client kernel manager that starts the kernel inside bubblewrap (see the module docstring); its
+    IPC sockets are in the sandbox's folder."""
 
     memory_mb = Integer(4096, help="address-space limit of each process of the kernel, in MiB").tag(config=True)
     processes = Integer(help="processes and threads the kernel may have at once (threads count: torch "
@@ -238,10 +239,6 @@ class SandboxKernelManager(AsyncKernelManager):
     @default("processes")
     def _processes_default(self):
         return 128 + 2 * (os.cpu_count() or 1)
-
-    @default("transport")
-    def _transport_default(self):
-        return "ipc"
 
     client_class = Unicode("autograder.sandbox.LimitedKernelClient")
     client_factory = Type(klass=LimitedKernelClient, help="the grader's client: refuses oversized messages")

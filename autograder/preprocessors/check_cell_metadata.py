@@ -31,11 +31,15 @@ def _schema_validator(schema_text: str):
 class _SchemaOnce(BaseMetadataValidator):
     """nbgrader's per-cell check of the schema version and of the metadata against the schema."""
 
+    def __init__(self) -> None:
+        super().__init__()  # (nbgrader's: reads self.schema)
+        self._validator = _schema_validator(json.dumps(self.schema))
+
     def validate_cell(self, cell) -> None:
         meta = cell.metadata.get("nbgrader")
         if meta is None or meta.get("schema_version", 0) != self.schema_version:
             return super().validate_cell(cell)  # (nbgrader's own errors for a schema too old or too new)
-        error = best_match(_schema_validator(json.dumps(self.schema)).iter_errors(meta))
+        error = best_match(self._validator.iter_errors(meta))
         if error is not None:
             raise error
 
