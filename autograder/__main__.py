@@ -8,6 +8,7 @@
   feedback [CHAPTER ...]             nbgrader's HTML feedback for every autograded submission
   export [--to FILE]                 the gradebook as CSV (nbgrader's exporter; default course/grades.csv)
   scan SUBMISSIONS                   list code in submissions that looks like an attempt to fool the tests
+  roster FILE                        the class's Unix accounts for the course's hub (as root; hub/README.md)
 """
 
 from __future__ import annotations
@@ -15,8 +16,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import course, gradebook
-from .commands import export, feedback, grade, release, scan, validate
+from . import course, gradebook, printable
+from .commands import export, feedback, grade, release, roster, scan, validate
 
 
 def main(argv=None) -> int:
@@ -43,7 +44,11 @@ def main(argv=None) -> int:
     exp.add_argument("--to", help="CSV file to write (default: grades.csv in the course folder)")
     scn = sub.add_parser("scan", help="list suspicious code in submissions (for a human to look at)")
     scn.add_argument("submissions", help="folder laid out <student_id>/<chapter>/<chapter>.ipynb")
+    rst = sub.add_parser("roster", help="make the Unix accounts of a roster for the course's hub (as root)")
+    rst.add_argument("file", help="CSV with the header id,first_name,last_name,email (nbgrader's student list)")
+    rst.add_argument("--home-base", default="/home", help="where the homes go (default /home)")
     args = parser.parse_args(argv)
+    printable.guard_standard_streams()  # a student's string never writes escape codes to the terminal
     try:
         return _run(args)
     except gradebook.Unavailable as exc:  # the gradebook's URL is unusable or its database server does not answer
@@ -59,7 +64,7 @@ def _run(args) -> int:
     if args.command == "scan":
         findings, errors = scan.scan(args.submissions)
         for message in errors:
-            print(f"ERROR {message}")
+            print(f"ERROR {printable.one_line(message)}")
         print(scan.format_findings(findings))
         return 0
     if args.command == "grade":
@@ -69,6 +74,8 @@ def _run(args) -> int:
         return validate.validate(args.notebooks, unsandboxed=args.unsandboxed)
     if args.command == "feedback":
         return feedback.feedback(args.assignments or None)
+    if args.command == "roster":
+        return roster.roster(args.file, home_base=args.home_base)
     if args.command == "export":
         export.export(args.to)
         return 0

@@ -12,13 +12,14 @@ import os
 import time
 from pathlib import Path
 
-from . import course, gradebook
+from . import course, gradebook, printable
 
 _worker_api = None  # in a worker process: nbgrader's API on the configuration the pool was given
 
 
 def _worker_init(cfg) -> None:
     global _worker_api
+    printable.guard_standard_streams()  # (a new interpreter: what nbgrader logs here reaches the terminal too)
     _worker_api = gradebook.api(cfg)
 
 

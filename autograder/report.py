@@ -10,7 +10,7 @@ from pathlib import Path
 import nbformat
 from nbgrader.utils import is_grade, is_solution, is_task
 
-from . import course, gradebook
+from . import course, gradebook, printable
 
 
 @dataclass(frozen=True)
@@ -114,7 +114,7 @@ def format_table(assignment: str, results: list[gradebook.Result]) -> str:
                             for p in probs] + [f"total /{_fmt(sum(p.points for p in probs))}", "notes"]
     rows = []
     for r in sorted(results, key=lambda r: r.student):
-        cells = [r.student]
+        cells = [printable.one_line(r.student)]
         for p in probs:
             s = r.scores.get(p.grade_id)
             if s is None:
@@ -124,7 +124,7 @@ def format_table(assignment: str, results: list[gradebook.Result]) -> str:
             else:
                 cells.append(_fmt(s.score))
         cells.append(_fmt(r.total))
-        cells.append("; ".join(r.notes))
+        cells.append(printable.one_line("; ".join(r.notes)))  # (a student's string: one line, no escapes)
         rows.append(cells)
     widths = [max(len(str(row[i])) for row in [header] + rows) for i in range(len(header) - 1)]
     lines = [f"{assignment}   (* graded by hand in formgrader; '-' = not graded yet)"]

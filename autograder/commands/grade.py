@@ -8,7 +8,7 @@ import shutil
 import time
 from pathlib import Path
 
-from .. import autograde, config, course, gradebook, report, submissions
+from .. import autograde, config, course, gradebook, printable, report, submissions
 
 
 def grade(folder, jobs: int = 1, assignments=None, out=print, unsandboxed: bool = False) -> int:
@@ -18,7 +18,7 @@ def grade(folder, jobs: int = 1, assignments=None, out=print, unsandboxed: bool 
         return 2
     found, errors = submissions.find_submissions(Path(folder), assignments)
     for message in errors:
-        out(f"ERROR {message}")
+        out(f"ERROR {printable.one_line(message)}")  # (file names from a student's folder: one line each)
     if not found:
         out("no gradable submissions found")
         return 1

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .. import printable
 from .. import scan as code_scan
 from .. import submissions
 
@@ -27,6 +28,7 @@ def format_findings(findings: list[code_scan.Finding]) -> str:
     if not findings:
         return "no findings"
     rows = [("student", "chapter", "cell", "line", "finding")]
-    rows += [(f.student, f.assignment, f.cell, str(f.line), f.message) for f in findings]
+    rows += [tuple(map(printable.one_line, (f.student, f.assignment, f.cell, str(f.line), f.message)))
+             for f in findings]  # (student strings: one line each, no escape codes)
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r[:4], widths)) + "  " + r[4] for r in rows)
