@@ -12,9 +12,10 @@ manager; nbgrader's Execute step uses it through ``autograder.preprocessors.Sand
   wire format, the hook guard). Nothing else exists inside: not the repository (solutions/, the nbgrader
   config), not the course folder (gradebook, other submissions), not the instructor's home, not the folder the
   submissions were handed in from;
-* the only writable places are a *copy* of the submission's working folder, mounted where nbgrader runs the
-  notebook (the copy is thrown away afterwards, so nothing a cell writes reaches a folder the grader later
-  reads), and a private /tmp of limited size;
+* the only writable places are a *copy* of the submission's working folder without its notebooks (nbgrader
+  wrote the notebook being graded there with every test cell restored, hidden tests included), mounted where
+  nbgrader runs the notebook (the copy is thrown away afterwards, so nothing a cell writes reaches a folder the
+  grader later reads), and a private /tmp of limited size;
 * no network (a network namespace of its own: not even the host's localhost), its own PID, IPC and UTS
   namespaces, a new session, an empty environment but for a few variables, and the sandbox dies with the
   grading process;
@@ -224,6 +225,12 @@ class LimitedKernelClient(AsyncKernelClient):
         return context
 
 
+def _kernel_never_reads(folder, names) -> set[str]:
+    """What the sandbox's copy of the working folder leaves out: notebooks (the one being graded carries the
+    instructor's tests) and Jupyter's checkpoints of them."""
+    return {name for name in names if name.endswith(".ipynb") or name == ".ipynb_checkpoints"}
+
+
 class SandboxKernelManager(IpcKernelManager):
     """A jupyter_client kernel manager that starts the kernel inside bubblewrap (see the module docstring); its
     IPC sockets are in the sandbox's folder."""
@@ -264,8 +271,11 @@ class SandboxKernelManager(IpcKernelManager):
         ipc.mkdir()
         source = Path(kw.get("cwd") or os.getcwd()).resolve()
         # A copy of the working folder: nothing the cell writes (or a symlink it plants) reaches the folders
-        # nbgrader reads and writes after the run. Symlinks are copied as symlinks, never followed.
-        shutil.copytree(source, work, symlinks=True, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+        # nbgrader reads and writes after the run. Symlinks are copied as symlinks, never followed. No notebook
+        # is copied: the folder is nbgrader's autograded one, where the notebook being graded was just written
+        # with every test cell restored from the gradebook, hidden tests included; the kernel is sent its
+        # cells one by one and never needs the file (the student's other files are there as handed in).
+        shutil.copytree(source, work, symlinks=True, ignore=_kernel_never_reads)
         self._sandbox_cwd = source
         self._sandbox_uid = None
         if os.geteuid() == 0:

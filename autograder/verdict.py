@@ -26,9 +26,13 @@ import ast
 import builtins
 import functools
 import hashlib
+import contextlib
 import hmac
 import json
 import os
+import signal
+import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,6 +54,77 @@ class ChannelFailure(BaseException):
 
 class KernelLost(ChannelFailure):
     """The kernel died or ignored the interrupt: later cells cannot run either."""
+
+
+class GraderTimeout(ChannelFailure):
+    """The grader's own work on the values the kernel sent (decoding, comparing) outlasted the cell's time."""
+
+
+WATCH_GRACE = 1.0  # seconds the grader's timer waits past the channel's deadline (which governs waiting)
+
+
+def _critical(frame) -> bool:
+    """Whether ``frame`` or a frame that called it is one an exception must not interrupt: an import (a module
+    left half-imported would break every later submission) or ``checks.blocked`` swapping posenc's code in or
+    back (a reference left blocked would, too)."""
+    while frame is not None:
+        code = frame.f_code
+        if code.co_filename.startswith("<frozen importlib") or code is _BLOCKED_CODE:
+            return True
+        frame = frame.f_back
+    return False
+
+
+_BLOCKED_CODE = checks.blocked.__wrapped__.__code__
+
+
+class _Watch:
+    """The deadline of the grader's own work on one test cell (``judge``'s ``seconds``), enforced with an
+    interval timer in the main thread. While a request waits for the kernel, the channel's own deadline
+    governs (it interrupts the kernel properly); the timer only marks the time as spent, and the request
+    raises when it returns. Elsewhere, the timer raises ``GraderTimeout`` where the grader's code is."""
+
+    def __init__(self, seconds: float | None):
+        self.seconds, self.busy, self.expired, self.done = seconds, False, False, False
+
+    def _ring(self, signum, frame):
+        if self.done:  # (rang while the timer was being stopped)
+            return
+        self.expired = True
+        if _critical(frame):  # never inside an import or a block's set-up: try again a moment later
+            signal.setitimer(signal.ITIMER_REAL, 0.01)
+            return
+        if not self.busy:
+            raise GraderTimeout(f"the grader's checks of the values the notebook returned took longer than the "
+                                f"{self.seconds:g} s this test cell gets (values built to be slow to decode "
+                                "or compare?)")
+
+    @contextlib.contextmanager
+    def running(self):
+        usable = (self.seconds is not None and hasattr(signal, "setitimer")
+                  and threading.current_thread() is threading.main_thread())
+        if not usable:  # (not the main thread: only the channel's deadline applies)
+            yield self
+            return
+        previous = signal.signal(signal.SIGALRM, self._ring)
+        signal.setitimer(signal.ITIMER_REAL, max(self.seconds, 0.01))
+        try:
+            yield self
+        finally:
+            self.done = True
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+
+    @contextlib.contextmanager
+    def waiting(self):
+        """Around one request to the kernel: the timer does not raise inside it, but after it."""
+        self.busy = True
+        try:
+            yield
+        finally:
+            self.busy = False
+        if self.expired:
+            raise GraderTimeout(f"the test cell used up its {self.seconds:g} s")
 
 
 @dataclass
@@ -175,9 +250,11 @@ STORE_FROM = 20_000  # characters of wire JSON from which an argument is sent on
 
 class Channel:
     """What the grading process needs from the student's kernel: send a request, get the reply text.
-    ``stored`` mirrors the large arguments the kernel keeps (wire.Stored), oldest first."""
+    ``stored`` mirrors the large arguments the kernel keeps (wire.Stored), oldest first; ``watch`` is the
+    deadline of the test cell being judged (set by ``judge``)."""
 
     stored: dict | None = None
+    watch: _Watch | None = None
 
     def request(self, payload: str) -> str:  # pragma: no cover - an interface
         raise NotImplementedError
@@ -203,7 +280,8 @@ class Channel:
 def ask(channel: Channel, request: dict):
     """Send one request through ``channel`` and return the value the student's code produced (or raise its
     exception). A reply that is not a well-formed reply is a ChannelFailure."""
-    text = channel.request(wire.dumps(request))
+    with channel.watch.waiting() if channel.watch is not None else contextlib.nullcontext():
+        text = channel.request(wire.dumps(request))
     try:
         reply = wire.loads(text)
     except wire.WireError as exc:
@@ -294,8 +372,11 @@ def _prepare(source: str, setup: tuple[str, ...]) -> _Prepared:
                      tuple(notebook_names(source, list(setup))))
 
 
-def judge(source: str, setup: list[str], channel: Channel, salt: int | None) -> Verdict:
-    """Run a test cell's visible then hidden tests in this process against the student's kernel."""
+def judge(source: str, setup: list[str], channel: Channel, salt: int | None,
+          seconds: float | None = None) -> Verdict:
+    """Run a test cell's visible then hidden tests in this process against the student's kernel, in at most
+    ``seconds`` (the kernel's time and the grader's own: decoding and comparing what the kernel sent); past
+    them the cell fails, saying so. None: no limit of the grader's own (the channel's deadline still holds)."""
     try:
         prepared = _prepare(source, tuple(setup))
     except SyntaxError as exc:  # (the instructor's source: `make lessons` and the tests catch this first)
@@ -304,32 +385,37 @@ def judge(source: str, setup: list[str], channel: Channel, salt: int | None) -> 
     namespace = {"__name__": "__grader__", "__builtins__": builtins}
     exec(prepared.setup, namespace)
     stage = "visible"
+    watch = channel.watch = _Watch(None if seconds is None else seconds + WATCH_GRACE)
     try:
-        names = list(prepared.names)
-        described = ask(channel, {"op": "describe", "names": names}) if names else {}
-        if not isinstance(described, dict):
-            raise ChannelFailure("the notebook's answer could not be read: not a description")
-        for name in names:
-            entry = described.get(name)
-            kind = entry.get("kind") if isinstance(entry, dict) else None
-            if kind == "data":
-                namespace[name] = entry.get("value")
-            elif kind == "callable":
-                namespace[name] = RemoteFunction(channel, name)
-        checks._KERNEL = lambda fn: _shipped(channel, shipped, fn)
-        checks._EACH = _each
-        checks._TRUSTED = True  # no student code runs in this process: nothing here to find tampered
-        exec(prepared.visible, namespace)
-        stage = "hidden"
-        checks._SALT = salt
-        exec(prepared.hidden, namespace)
+        with watch.running():
+            names = list(prepared.names)
+            described = ask(channel, {"op": "describe", "names": names}) if names else {}
+            if not isinstance(described, dict):
+                raise ChannelFailure("the notebook's answer could not be read: not a description")
+            for name in names:
+                entry = described.get(name)
+                kind = entry.get("kind") if isinstance(entry, dict) else None
+                if kind == "data":
+                    namespace[name] = entry.get("value")
+                elif kind == "callable":
+                    namespace[name] = RemoteFunction(channel, name)
+            checks._KERNEL = lambda fn: _shipped(channel, shipped, fn)
+            checks._EACH = _each
+            checks._TRUSTED = True  # no student code runs in this process: nothing here to find tampered
+            exec(prepared.visible, namespace)
+            stage = "hidden"
+            checks._SALT = salt
+            exec(prepared.hidden, namespace)
     except KernelLost as exc:
         return Verdict(False, stage, "KernelLost", str(exc), lost=True)
+    except GraderTimeout as exc:
+        return Verdict(False, stage, "GraderTimeout", str(exc))
     except ChannelFailure as exc:
         return Verdict(False, stage, "NoAnswer", str(exc))
     except Exception as exc:
         return Verdict(False, stage, type(exc).__name__, str(exc))
     finally:
+        channel.watch = None
         checks._KERNEL = checks._SALT = checks._EACH = None
         checks._TRUSTED = False
         checks._ACTIVE.clear()

@@ -9,6 +9,13 @@ repr), which the checks reject with a message naming the type. A list or dict th
 results) costs what JSON costs in C, not a Python walk that tags every entry. Payloads larger than ``MAX_BYTES`` or
 nested deeper than ``MAX_DEPTH`` are refused with ``WireError``.
 
+What the grading process decodes is hostile data, so decoding is bounded in time and memory by what the
+payload says, not by what Python would make of it: at most ``MAX_ELEMENTS`` values in all (a 16 MB payload of
+empty lists would otherwise cost the grader about 25 times its size), a ``range`` no longer than that (it
+crosses as three numbers, and the checks turn it into an array), and a dict whose keys the kernel chose to share
+a hash (ints, floats and tuples make that easy, and each insertion then costs as much as the dict has entries:
+40,000 such keys took 40 s) is refused before it is built.
+
 Used on both sides: ``autograder.agent`` (inside the sandbox) encodes results and decodes arguments;
 ``autograder.verdict`` (the grading process) does the opposite.
 """
@@ -24,6 +31,8 @@ import numpy as np
 
 MAX_BYTES = 16 << 20  # one encoded value (under sandbox.MAX_MESSAGE_BYTES, with room for JSON's escapes)
 MAX_DEPTH = 64  # lists, tuples and dicts inside each other
+MAX_ELEMENTS = 1 << 21  # values in one decoded payload (containers and leaves; an array counts as one)
+MAX_SHARED_HASH = 8  # keys of one decoded dict that may share a hash (CPython's -1 and -2 do, honestly)
 _DTYPES = {"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
            "float16", "float32", "float64", "complex64", "complex128", np.dtype(np.longdouble).name,
            np.dtype(np.clongdouble).name}
@@ -73,15 +82,18 @@ def _array(arr: np.ndarray) -> dict:
 _LEAVES = frozenset({str, int, float, bool, type(None)})  # JSON's own values, as exact types
 
 
-def _plain(value, depth: int) -> bool:
+def _plain(value, depth: int, budget: "_Budget | None" = None) -> bool:
     """Whether ``value`` (a list or dict) is JSON as it stands, checked type by type: lists, dicts with str
     keys, and exact str, int, float, bool and None inside (a tuple, a NumPy scalar or a subclass is not, and
-    neither is nesting past MAX_DEPTH). Such a value is sent as it is, which JSON writes and reads in C."""
+    neither is nesting past MAX_DEPTH). Such a value is sent as it is, which JSON writes and reads in C.
+    With a ``budget`` (decoding), every value walked is counted against it."""
     stack = [(value, depth)]
     while stack:
         container, level = stack.pop()
         if level > MAX_DEPTH:
             return False
+        if budget is not None:
+            budget.take(len(container) + 1)
         if type(container) is dict:
             if not all(type(key) is str for key in container):
                 return False
@@ -190,19 +202,49 @@ def _number(text, kind):
     return kind(text)
 
 
-def _decode(obj, depth: int):
+class _Budget:
+    """The values one payload may still decode to (``MAX_ELEMENTS`` in all)."""
+
+    def __init__(self):
+        self.left = MAX_ELEMENTS
+
+    def take(self, count: int) -> None:
+        self.left -= count
+        if self.left < 0:
+            raise WireError(f"more than {MAX_ELEMENTS} values in one payload")
+
+
+def _dict(pairs: list) -> dict:
+    """A dict of decoded (key, value) pairs, refused when more than MAX_SHARED_HASH keys share a hash: the
+    keys' hashes are counted first (a dict of hash values, which are distinct ints when the keys are), so that
+    keys chosen to collide cost linear time to find, not quadratic time to insert."""
+    counts = {}
+    for key, _ in pairs:
+        try:
+            h = hash(key)
+        except TypeError:
+            raise WireError("a dict key that is not hashable") from None
+        counts[h] = counts.get(h, 0) + 1
+        if counts[h] > MAX_SHARED_HASH:
+            raise WireError(f"more than {MAX_SHARED_HASH} keys of one dict share a hash (keys chosen to "
+                            "make the dict slow to build)")
+    return dict(pairs)
+
+
+def _decode(obj, depth: int, budget: _Budget):
     if depth > MAX_DEPTH:
         raise WireError(f"values nested more than {MAX_DEPTH} levels deep")
+    budget.take(1)
     if obj is None or isinstance(obj, (bool, str, int, float)):
         return obj
     if isinstance(obj, list):
-        return [_decode(v, depth + 1) for v in obj]
+        return [_decode(v, depth + 1, budget) for v in obj]
     if not isinstance(obj, dict):
         raise WireError(f"unexpected {type(obj).__name__}")
     tag = obj.get("$")
     if tag == "json":
         value = obj.get("value")
-        if not isinstance(value, (list, dict)) or not _plain(value, depth):  # (json.loads built it: depth)
+        if not isinstance(value, (list, dict)) or not _plain(value, depth, budget):  # (json.loads built it)
             raise WireError(f"malformed plain value (a list or dict nested at most {MAX_DEPTH} levels)")
         return value
     if tag == "complex":
@@ -224,20 +266,23 @@ def _decode(obj, depth: int):
         bounds = [_number(obj.get(k), int) for k in ("start", "stop", "step")]
         if bounds[2] == 0:
             raise WireError("a range with step 0")
-        return range(*bounds)
+        value = range(*bounds)
+        try:
+            budget.take(len(value))  # (lazy here, but every check turns it into a list or an array)
+        except OverflowError:
+            raise WireError(f"a range of more than {MAX_ELEMENTS} values") from None
+        except WireError:
+            raise WireError(f"a range of more than {MAX_ELEMENTS} values") from None
+        return value
     if tag == "tuple":
-        return tuple(_decode(v, depth + 1) for v in _items(obj))
+        return tuple(_decode(v, depth + 1, budget) for v in _items(obj))
     if tag == "dict":
-        out = {}
+        pairs = []
         for pair in _items(obj):
             if not isinstance(pair, list) or len(pair) != 2:
                 raise WireError("malformed dict entry")
-            key = _decode(pair[0], depth + 1)
-            try:
-                out[key] = _decode(pair[1], depth + 1)
-            except TypeError:  # an unhashable key
-                raise WireError("a dict key that is not hashable") from None
-        return out
+            pairs.append((_decode(pair[0], depth + 1, budget), _decode(pair[1], depth + 1, budget)))
+        return _dict(pairs)
     if tag == "unsupported":
         return Unsupported(obj.get("type", "?"), obj.get("text", ""))
     if tag == "stored":
@@ -266,7 +311,7 @@ def loads(text) -> object:
     except (ValueError, RecursionError) as exc:
         raise WireError(f"not JSON ({type(exc).__name__})") from None
     try:
-        return _decode(obj, 0)
+        return _decode(obj, 0, _Budget())
     except WireError:
         raise
     except (ValueError, TypeError, OverflowError, RecursionError, MemoryError) as exc:

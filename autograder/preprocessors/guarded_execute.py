@@ -185,7 +185,7 @@ class GuardedExecute(Execute):
                                   self._content) if self._secret else secrets.randbits(63))
         start = time.perf_counter()
         seconds = min(float(self.timeout or 60), max(1.0, self._ends - time.monotonic()))
-        decided = verdicts.judge(source, self._tests["setup"], KernelChannel(self, seconds), salt)
+        decided = verdicts.judge(source, self._tests["setup"], KernelChannel(self, seconds), salt, seconds)
         self.log.debug("Cell %d (%s) decided in %.2f s: %s", index, gid, time.perf_counter() - start, decided)
         if decided.lost:
             self._stopped = f"the kernel stopped answering while cell {index}'s tests ran"
