@@ -3,8 +3,10 @@
 Imported in the first (locked) cell of every exercise notebook, before any student code runs, so it
 keeps its own references to the functions it relies on. Three jobs:
 
-* ``close(actual, expected, what)`` compares a student's answer to posenc's to 1e-8 and says in words what
-  is wrong: the shape, or which entry, its value and the expected one.
+* ``close(actual, expected, what)`` compares a student's answer to posenc's and says in words what is wrong:
+  the shape, or which entry, its value and the expected one. Its tolerance is said by what is compared:
+  1e-8 by default (float64 arithmetic), ``count=n`` for a fraction of a count over n, ``float32=True`` where
+  the prompt does not pin float64 (see its docstring).
 * ``without(...)`` makes posenc's reference unusable while a student's implementation runs, so an
   exercise that asks for an implementation cannot be passed by calling posenc's.
 * ``untampered()`` fails when code in the notebook has replaced numpy's, math's or posenc's functions
@@ -159,8 +161,25 @@ def _as_array(value, what):
     return arr
 
 
-def close(actual, expected, what="the answer", atol=1e-8, rtol=1e-8):
-    """Assert that ``actual`` equals ``expected`` within atol + rtol·|expected|, with a message in words."""
+# float32 keeps 24 bits (unit roundoff 2**-24, about 6e-8); 1e-5 is about 170 of its roundings: room for the
+# error of a computation of a few hundred operations, far below what separates a right answer from a wrong one.
+FLOAT32 = 1e-5
+
+
+def close(actual, expected, what="the answer", atol=1e-8, rtol=1e-8, *, count=None, float32=False, scale=None):
+    """Assert that ``actual`` equals ``expected`` within atol + rtol·|expected|, with a message in words.
+
+    Say what is compared rather than picking numbers:
+
+    * ``count=n``: the answer is a fraction k/n of a count over n, so distinct answers differ by at least 1/n.
+      Compared to a quarter of 1/n (atol 1/(4n), no rtol): k/n in any float type passes, (k ± 1)/n fails.
+    * ``float32=True``: the prompt does not pin float64, so an answer computed in float32 is right. The
+      tolerance becomes ``FLOAT32`` relative to each entry plus ``FLOAT32 * scale`` absolute, where ``scale``
+      is the size of the numbers the computation handles: by default the largest ``|expected|`` (entries of
+      one array share their rounding); pass it when the computation's intermediates are larger than its
+      result (logits in the thousands), or ``scale=0`` where only relative error means anything (frequencies
+      spanning decades, where an absolute 1e-5 would excuse every small one).
+    """
     untampered()
     if actual is None:
         raise AssertionError(f"{what} is None: did the function forget to return its result?")
@@ -173,11 +192,23 @@ def close(actual, expected, what="the answer", atol=1e-8, rtol=1e-8):
     if not _isfinite(e).all():  # (a value the test derived from the notebook's answers: nothing equals it)
         raise AssertionError(f"{what}: the value it is compared with is NaN or inf (computed from the "
                              "notebook's other answers?)")
+    if count is not None:
+        atol, rtol = 0.25 / float(count), 0.0
+    if float32:
+        size = float(abs(e).max()) if scale is None and e.size else float(scale or 0.0)
+        atol, rtol = max(atol, FLOAT32 * size), max(rtol, FLOAT32)
     err = abs(a - e) - (atol + rtol * abs(e))  # ndarray operators: nothing a notebook can rebind
     if a.size and float(err.max()) > 0:
         index = _unravel(int(_argmax(err)), e.shape) if e.ndim else ()
         where = what + (str([int(i) for i in index]) if index else '')
         raise AssertionError(f"{where} should be {float(e[index]):.10g}, got {float(a[index]):.10g}")
+
+
+def rounded32(size, roundings=16):
+    """The error of ``roundings`` float32 roundings (unit roundoff 2**-24) of numbers as large as ``size``: the
+    ``atol`` for a float32 answer whose computation handles numbers larger than the answer itself (logits in the
+    thousands move the weights of near-tied keys by their own rounding error)."""
+    return roundings * 2.0 ** -24 * float(size)
 
 
 def equal(actual, expected, what="the answer"):
@@ -381,5 +412,5 @@ def each(function, cases) -> list:
 # Snapshot of this module's helpers, for untampered(): a notebook that assigns `checks.close = ...` is
 # refused by the grader, which calls checks.untampered() before every test cell.
 _OWN = {name: globals()[name] for name in ("untampered", "close", "equal", "without", "blocked", "rng", "kernel",
-                                               "each")}
+                                               "each", "rounded32")}
 _OWN_CODE = {name: fn.__code__ for name, fn in _OWN.items()}
