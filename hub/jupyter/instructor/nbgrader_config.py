@@ -14,6 +14,7 @@ from pathlib import Path
 c = get_config()  # noqa: F821 (provided by traitlets when nbgrader loads this file)
 ROOT = Path(__file__).resolve().parents[3]
 load_subconfig(str(ROOT / "autograder" / "nbgrader_config.py"))  # noqa: F821
+load_subconfig(str(ROOT / "hub" / "jupyter" / "exchange_config.py"))  # noqa: F821
 
 if not (os.environ.get("POSENC_COURSE_DIR") and os.environ.get("POSENC_EXCHANGE_DIR")):
     raise RuntimeError("POSENC_COURSE_DIR and POSENC_EXCHANGE_DIR are not set: this configuration is for the "

@@ -1,0 +1,65 @@
+"""The hub's exchange (autograder/exchange.py) on folders made here: what a submission may hold, and the time it
+records. The hub's test (tests/test_hub.py) attacks the same code with real Unix users through nbgrader."""
+
+import os
+import time
+
+import pytest
+
+from autograder.exchange import Refused, read_submission, server_time
+
+LIMIT = 10_000
+
+
+def submission(tmp_path):
+    folder = tmp_path / "ada+02_sinusoidal+2026-01-01 00:00:00.000000 UTC+x"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "02_sinusoidal.ipynb").write_text("{}")
+    (folder / "sub" / "data.txt").write_text("1234")
+    (folder / "timestamp.txt").write_text("2000-01-01 00:00:00.000000 UTC")
+    (folder / ".ipynb_checkpoints").mkdir()
+    (folder / ".ipynb_checkpoints" / "link").symlink_to("/etc/passwd")  # ignored, as nbgrader ignores it
+    return folder
+
+
+def test_a_plain_submission_is_copied_without_its_timestamp(tmp_path):
+    folder = submission(tmp_path)
+    tree = read_submission(folder, LIMIT, os.getuid(), [".ipynb_checkpoints"], dest=tmp_path / "copy")
+    assert sorted(p.relative_to(tmp_path / "copy").as_posix() for p in (tmp_path / "copy").rglob("*")) == [
+        "02_sinusoidal.ipynb", "sub", "sub/data.txt"]
+    assert (tmp_path / "copy" / "sub" / "data.txt").read_text() == "1234"
+    assert tree.ctime >= os.lstat(folder).st_ctime and not server_time(tree).startswith("2000")
+
+
+@pytest.mark.parametrize("make, reason", [
+    (lambda f: (f / "sub" / "link").symlink_to("/etc/passwd"), "symbolic link"),
+    (lambda f: os.mkfifo(f / "sub" / "pipe"), "not a regular file"),
+    (lambda f: (f / "big").write_bytes(b"x" * LIMIT), "size limit"),
+    (lambda f: os.truncate(f / "sub" / "data.txt", 10 * LIMIT), "size limit"),
+])
+def test_a_submission_is_refused_before_anything_is_copied(tmp_path, make, reason):
+    folder = submission(tmp_path)
+    make(folder)
+    with pytest.raises(Refused, match=reason):
+        read_submission(folder, LIMIT, os.getuid(), [".ipynb_checkpoints"])
+
+
+def test_the_folder_itself_as_a_link_is_refused(tmp_path):
+    link = tmp_path / "link"
+    link.symlink_to(submission(tmp_path))
+    with pytest.raises(Refused, match="not a folder of its own"):
+        read_submission(link, LIMIT, os.getuid(), [])
+
+
+def test_an_entry_of_another_owner_is_refused(tmp_path):
+    with pytest.raises(Refused, match="belongs to"):
+        read_submission(submission(tmp_path), LIMIT, os.getuid() + 1, [".ipynb_checkpoints"])
+
+
+def test_a_change_after_submitting_moves_the_time_on(tmp_path):
+    folder = submission(tmp_path)
+    before = read_submission(folder, LIMIT, os.getuid(), [".ipynb_checkpoints"]).ctime
+    time.sleep(0.02)
+    (folder / "sub" / "data.txt").write_text("changed after the due date")
+    os.utime(folder / "sub" / "data.txt", (0, 0))  # the modification time moved back: the change time cannot be
+    assert read_submission(folder, LIMIT, os.getuid(), [".ipynb_checkpoints"]).ctime > before
