@@ -1,0 +1,70 @@
+"""`python -m autograder roster FILE`: the class's Unix accounts for the course's hub, from a roster (hub/README.md).
+
+The roster is nbgrader's own student list, a CSV file with the header ``id,first_name,last_name,email`` (the
+format of ``nbgrader db student import``, which puts the names in the gradebook); ``id`` is the student's Unix
+user name. Run as root, this makes each missing account as the hub's guide does (a home of its own, mode 700,
+bash as its shell), leaves existing ones as they are, and prints one line per student; the hub takes the same
+file as its list of students (``POSENC_HUB_ROSTER``).
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import pwd
+import re
+import subprocess
+from pathlib import Path
+
+from .. import printable
+
+# A portable Unix user name (useradd's default rule, without the trailing $ of machine accounts)
+USER_NAME = re.compile(r"[a-z_][a-z0-9_-]{0,31}")
+
+
+def read(path: str | os.PathLike) -> list[str]:
+    """The student ids of a roster, in its order; raises ValueError, naming the line, on a bad one."""
+    with open(path, newline="") as handle:
+        rows = csv.DictReader(handle)
+        if rows.fieldnames is None or "id" not in rows.fieldnames:
+            raise ValueError(f"{path}: the first line must be a header with an 'id' column "
+                             "(id,first_name,last_name,email)")
+        ids = []
+        for number, row in enumerate(rows, start=2):
+            student = (row.get("id") or "").strip()
+            if not USER_NAME.fullmatch(student):
+                raise ValueError(f"{path}, line {number}: {printable.one_line(student)!r} is not a Unix user name "
+                                 "(lower-case letters, digits, _ and -, starting with a letter or _)")
+            ids.append(student)
+    return ids
+
+
+def roster(path: str, home_base: str = "/home") -> int:
+    try:
+        students = read(path)
+    except (OSError, ValueError) as exc:
+        print(f"ERROR {printable.one_line(exc)}")
+        return 2
+    if os.geteuid() != 0:
+        print("ERROR making Unix accounts needs root: run `sudo .venv/bin/python -m autograder roster FILE`")
+        return 2
+    failed = 0
+    for student in students:
+        try:
+            pwd.getpwnam(student)
+            print(f"{student}: exists")
+            continue
+        except KeyError:
+            pass
+        home = Path(home_base) / student
+        made = subprocess.run(["useradd", "--create-home", "--home-dir", str(home), "--user-group",
+                               "--shell", "/bin/bash", student], capture_output=True, text=True)
+        if made.returncode:
+            print(f"ERROR {student}: useradd failed: {printable.one_line(made.stderr.strip())}")
+            failed += 1
+            continue
+        os.chmod(home, 0o700)
+        print(f"{student}: made, home {home} (mode 700)")
+    print(f"{len(students) - failed} of {len(students)} students have an account; start the hub with "
+          f"POSENC_HUB_ROSTER={os.path.abspath(path)}")
+    return 1 if failed else 0
