@@ -10,7 +10,7 @@ from pathlib import Path
 import nbformat
 from nbgrader.utils import is_grade, is_solution, is_task
 
-from . import course, gradebook, printable
+from . import course, gradebook, printable, scan
 
 
 @dataclass(frozen=True)
@@ -100,7 +100,24 @@ def notes_for(assignment: str, student: str, cfg) -> list[str]:
                 if where not in cells:
                     cells.append(where)
     notes = [f"{_where(cells)}: {text}" for text, cells in where_by_text.items()]
-    return notes + verdict_notes(decided)
+    return notes + verdict_notes(decided) + reference_notes(assignment, student, cfg)
+
+
+def reference_notes(assignment: str, student: str, cfg) -> list[str]:
+    """A note when the student's handed-in notebook holds code that can reach posenc's reference around the
+    tests' block (``scan.AROUND_THE_REFERENCE``): such code can score what the student did not write, and the
+    grade cannot tell; `scan` lists every line."""
+    path = Path(cfg.CourseDirectory.submitted_directory) / student / assignment / f"{assignment}.ipynb"
+    try:
+        findings = [f for f in scan.scan_notebook(path, student, assignment) if f.message in scan.AROUND_THE_REFERENCE]
+    except Exception:  # (unreadable now: grading has already said why)
+        return []
+    if not findings:
+        return []
+    first = findings[0]
+    more = f" and {len(findings) - 1} more" if len(findings) > 1 else ""
+    return [f"SCAN {first.cell} line {first.line}: {first.message}{more} (a way around the block on posenc's "
+            "reference: read `scan`)"]
 
 
 def _fmt(x: float) -> str:

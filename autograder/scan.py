@@ -166,6 +166,19 @@ _NAMED_IN_STRINGS = {**MODULES, **ATTRIBUTES, "modules": MEMBERS["sys.modules"],
 _DICT_WRITES = {"update", "pop", "popitem", "setdefault", "clear", "__setitem__", "__delitem__"}
 
 
+# Findings that are a way to reach posenc's reference around ``checks.without``: a second copy of posenc (read
+# from its files and run, imported from another path or under another module name), its blocked code objects
+# found again and put back, or code built from strings. ``grade`` puts these in the notes column for the
+# student (``report.notes_for``): the block stops a call of posenc, not a student who rebuilds it.
+AROUND_THE_REFERENCE = frozenset({
+    MODULES["importlib"], MODULES["gc"], MODULES["marshal"], MODULES["runpy"], MODULES["ctypes"],
+    MEMBERS["sys.modules"], MEMBERS["sys.path"], MEMBERS["sys.meta_path"], MEMBERS["sys.path_hooks"],
+    MEMBERS["types.FunctionType"], MEMBERS["types.CodeType"], ATTRIBUTES["__code__"], ATTRIBUTES["__globals__"],
+    BUILTIN_NAMES["exec"], BUILTIN_NAMES["eval"], BUILTIN_NAMES["compile"], BUILTIN_NAMES["__import__"],
+    BUILTIN_NAMES["open"], BUILTIN_NAMES["reload"], MAGICS["run"], MAGICS["load_ext"], WRITES_SYS_MODULES,
+})
+
+
 @dataclass
 class Finding:
     student: str

@@ -24,6 +24,22 @@ MAX_NOTEBOOK_BYTES = 50 * 2**20
 # copied (a zip can carry a tree thousands of folders deep, which exhausts Python's recursion in shutil.copytree).
 MAX_FOLDER_DEPTH = 8
 MAX_FOLDER_ENTRIES = 1000
+# ... and past this many bytes in all (the notebook and every file beside it, links not counted: never copied).
+# A chapter folder is kept in submitted/ and autograded/ and copied into each grading's sandbox, so one large
+# file costs its size several times over. POSENC_MAX_SUBMISSION_MB changes it.
+DEFAULT_MAX_FOLDER_MB = 64
+
+
+def max_folder_bytes() -> int:
+    """The largest chapter folder graded, in bytes: $POSENC_MAX_SUBMISSION_MB MiB, else DEFAULT_MAX_FOLDER_MB."""
+    text = os.environ.get("POSENC_MAX_SUBMISSION_MB", "")
+    try:
+        megabytes = float(text) if text else DEFAULT_MAX_FOLDER_MB
+    except ValueError:
+        raise ValueError(f"POSENC_MAX_SUBMISSION_MB must be a number of MiB, got {text!r}") from None
+    if megabytes <= 0:
+        raise ValueError(f"POSENC_MAX_SUBMISSION_MB must be positive, got {text!r}")
+    return int(megabytes * 2**20)
 
 
 @dataclass
@@ -217,10 +233,11 @@ def _left_behind(folder, name: str) -> bool:
 
 def folder_problem(folder: Path) -> str | None:
     """Why a chapter folder cannot be copied and graded as it stands, in words; None if it can: folders inside
-    it nested deeper than MAX_FOLDER_DEPTH, more than MAX_FOLDER_ENTRIES entries, or an entry this process
+    it nested deeper than MAX_FOLDER_DEPTH, more than MAX_FOLDER_ENTRIES entries or ``max_folder_bytes()``
+    bytes, or an entry this process
     cannot read (a zip restores modes: an entry stored with mode 000 stops a copy made by an instructor who is
     not root). Walked with a stack, never recursively; links are neither followed nor copied (copy_in)."""
-    stack, entries = [(folder, 0)], 0
+    stack, entries, size, limit = [(folder, 0)], 0, 0, max_folder_bytes()
     while stack:
         current, depth = stack.pop()
         shown = _shown(str(current.relative_to(folder.parent)))
@@ -243,6 +260,11 @@ def folder_problem(folder: Path) -> str | None:
                 stack.append((Path(item.path), depth + 1))
             elif not os.access(item.path, os.R_OK):
                 return f"cannot read the file {_shown(str(Path(item.path).relative_to(folder.parent)))}"
+            else:
+                size += item.stat(follow_symlinks=False).st_size
+                if size > limit:
+                    return (f"the folder {_shown(folder.name)} holds more than {limit / 2**20:g} MiB; hand in "
+                            "the notebook and the files it reads (the limit is POSENC_MAX_SUBMISSION_MB)")
     return None
 
 

@@ -169,3 +169,35 @@ def test_the_command_line_prints_no_control_character(tmp_path):
                           text=True, timeout=120)
     assert "ERROR" in done.stdout, done.stdout + done.stderr
     _no_controls(done.stdout + done.stderr, newlines=True)
+
+
+# -- what the instructor hears about the reference ------------------------------------------------------------
+
+AROUND = {
+    "gc": "import gc\nfor f in gc.get_objects():\n    pass\n",
+    "code objects": "def f():\n    pass\nf.__code__ = f.__code__\n",
+    "a second copy": "import importlib.util\nspec = importlib.util.spec_from_file_location('p2', 'x.py')\n",
+    "exec of a file": "exec(open('posenc/sinusoidal.py').read())\n",
+}
+
+
+@pytest.mark.parametrize("code", AROUND.values(), ids=list(AROUND))
+def test_a_way_around_the_block_on_the_reference_is_in_the_notes_column(tmp_path, code):
+    from types import SimpleNamespace
+
+    import nbformat
+
+    from autograder import course
+
+    chapter = course.assignments()[0]
+    nb = nbformat.read(course.lesson_notebook(chapter), as_version=4)
+    stub = next(c for c in nb.cells if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("solution"))
+    folder = tmp_path / "submitted" / "eve" / chapter
+    folder.mkdir(parents=True)
+    cfg = SimpleNamespace(CourseDirectory=SimpleNamespace(submitted_directory=str(tmp_path / "submitted")))
+    nbformat.write(nb, folder / f"{chapter}.ipynb")
+    assert report.reference_notes(chapter, "eve", cfg) == []  # the lesson as released: nothing to say
+    stub.source = code
+    nbformat.write(nb, folder / f"{chapter}.ipynb")
+    notes = report.reference_notes(chapter, "eve", cfg)
+    assert len(notes) == 1 and notes[0].startswith("SCAN ") and "around the block" in notes[0], notes

@@ -179,6 +179,48 @@ for _name, _target in [(_T["notebook_name"], _T["gradebook"]), ("leak.ipynb", _T
     except OSError as _e:
         _held("plant " + _name, _e)
 ''',
+    # Read everything the kernel can reach that is not the system's or Python's: its own working folder (where
+    # nbgrader writes the notebook being graded with every test cell restored, hidden tests included), the same
+    # through /proc/self/cwd, every other mount, and the environment; look there for a test or a model answer.
+    "reads_own_folder": '''
+# (kept reversed in this cell's source: IPython's history in /tmp holds the source of every cell that ran)
+_needles = [_n[::-1] for _n in ["STSET NEDDIH NIGEB", "STSET NEDDIH DNE", "NOITULOS NIGEB", "EMEHCS KRAM NIGEB"]
+            + _T["model_lines"]]
+_system = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/proc", "/sys", "/dev",
+           sys.prefix, sys.base_prefix, os.path.dirname(os.path.dirname(os.path.realpath(sys.executable))))
+def _is_system(_p):
+    return any(_p == _s or _p.startswith(_s.rstrip("/") + "/") for _s in _system)
+_tops = ["/", "/proc/self/cwd", os.getcwd()]
+with open("/proc/self/mountinfo") as _f:
+    _tops += [_line.split()[4] for _line in _f]
+_read, _found = 0, []
+for _top in _tops:
+    if _top != "/proc/self/cwd" and _is_system(_top):
+        continue
+    if os.path.isfile(_top):
+        _walk = [(os.path.dirname(_top), [], [os.path.basename(_top)])]
+    else:
+        _walk = os.walk(_top)
+    for _folder, _dirs, _files in _walk:
+        _dirs[:] = [_d for _d in _dirs if not _is_system(os.path.join(_folder, _d))]
+        for _name in _files:
+            _path = os.path.join(_folder, _name)
+            try:
+                if not os.path.isfile(_path) or os.path.getsize(_path) > 50 * 2**20:
+                    continue
+                with open(_path, "rb") as _f:
+                    _text = _f.read().decode("utf-8", "replace")
+            except OSError:
+                continue
+            _read += 1
+            _found += ["%s in %s" % (_n[:40], _path) for _n in _needles if _n in _text]
+_env = "\\n".join("%s=%s" % _kv for _kv in os.environ.items())
+_found += ["%s in the environment" % _n[:40] for _n in _needles if _n in _env]
+if _found:
+    _breach("read tests or answers: %s" % _found[:5])
+else:
+    _held("read %d files of its folder and mounts" % _read, FileNotFoundError())
+''',
     # Reach a server the test listens with on the host's localhost, and the outside world.
     "network": '''
 import socket
@@ -277,9 +319,26 @@ def targets_for(course_dir: Path, submissions: Path, port: int = 9) -> dict:
         "deletable": [str(course_dir / "gradebook.db"),
                       str(course_dir / "submitted" / "perfect" / CHAPTER / f"{CHAPTER}.ipynb")],
         "notebook_name": f"{CHAPTER}.ipynb",
+        "model_lines": [line[::-1] for line in model_lines()],
         "own": str(course_dir / "submitted" / "x" / CHAPTER / f"{CHAPTER}.ipynb"),
         "port": port,
     }
+
+
+def model_lines() -> list[str]:
+    """Lines of the chapter's model answers and hidden tests that no lesson shows (long enough to be telling)."""
+    source = nbformat.read(course.source_notebook(CHAPTER), as_version=4)
+    lesson = "\n".join(c.source for c in nbformat.read(course.lesson_notebook(CHAPTER), as_version=4).cells)
+    lines = []
+    for cell in source.cells:
+        for region in ("SOLUTION", "HIDDEN TESTS"):
+            parts = cell.source.split(f"### BEGIN {region}")[1:]
+            for part in parts:
+                for line in part.split(f"### END {region}")[0].splitlines():
+                    line = line.strip()
+                    if len(line) >= 25 and line not in lesson and not line.startswith("#"):
+                        lines.append(line)
+    return sorted(set(lines))
 
 
 # ------------------------------------------------------------------------------------------------------------

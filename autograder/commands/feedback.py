@@ -1,8 +1,10 @@
 """``python -m autograder feedback [CHAPTER ...]``: nbgrader's HTML feedback, one page per autograded submission
-(course/feedback/<student>/<chapter>/<chapter>.html), rendered by ``autograder.feedback.FeedbackExporter``."""
+(course/feedback/<student>/<chapter>/<chapter>.html), rendered by ``autograder.feedback.FeedbackExporter``; the
+page is all a feedback folder keeps (``prune``)."""
 
 from __future__ import annotations
 
+import os
 import warnings
 from pathlib import Path
 
@@ -25,7 +27,28 @@ def feedback(assignments=None, out=print) -> int:
                 out(f"ERROR feedback for {name} failed:\n{gradebook.last_error(result)}")
                 status = 1
     feedback_dir = Path(cfg.CourseDirectory.feedback_directory)
+    for name in names:
+        for folder in feedback_dir.glob(f"*/{name}"):
+            prune(folder, name)
     pages = sorted(feedback_dir.glob("*/*/*.html"))
     out(f"{len(pages)} feedback pages in {feedback_dir} (one per student and chapter: "
         "<student>/<chapter>/<chapter>.html)")
     return status
+
+
+def prune(folder: Path, assignment: str) -> None:
+    """Leave only the feedback page in a student's feedback folder. nbgrader copies every other file of the
+    autograded folder there too: the student's own files, which they have, and which would cost the course
+    folder their size once more."""
+    page = f"{assignment}.html"
+    for parent, dirs, files in os.walk(folder, topdown=False):
+        for entry in files:
+            path = Path(parent) / entry
+            if not (Path(parent) == folder and entry == page):
+                path.unlink()
+        for entry in dirs:
+            path = Path(parent) / entry
+            if path.is_symlink():
+                path.unlink()
+            else:
+                path.rmdir()

@@ -16,6 +16,11 @@ def grade(folder, jobs: int = 1, assignments=None, out=print, unsandboxed: bool 
     sandbox is available and ``unsandboxed`` was not given or the gradebook cannot be opened, 0 otherwise."""
     if config.refused(unsandboxed, out):
         return 2
+    try:
+        submissions.max_folder_bytes()
+    except ValueError as exc:
+        out(f"ERROR nobody was graded: {exc}")
+        return 2
     found, errors = submissions.find_submissions(Path(folder), assignments)
     for message in errors:
         out(f"ERROR {printable.one_line(message)}")  # (file names from a student's folder: one line each)
