@@ -34,8 +34,18 @@ c = get_config()  # noqa: F821 (provided by traitlets when JupyterHub loads this
 
 HUB = Path(__file__).resolve().parent
 ROOT = HUB.parent
-# Folders a build fills with the model answers: the self-study edition's staged notebooks and both editions' sites
-ANSWER_EDITIONS = ("selfstudy", "_build/selfstudy", "_build/instructor")
+# What of the checkout holds the hidden tests or model answers besides solutions/, and must be closed to students
+# (`sudo chmod o-rwx` on each; the instructor's server reads none of them). Checked as far as a student can reach:
+# closing _build closes the editions built inside it.
+INSTRUCTOR_ONLY = {
+    ".git": "the repository's history, solutions/ included (`git show HEAD:solutions/...`)",
+    ".jupyter_cache": "the book's execution cache, which the instructor edition fills with executed solutions",
+    "_build": "the built books, the instructor and self-study editions with the model answers among them",
+    "_build/instructor": "the instructor edition, built with the model answers (make book-instructor)",
+    "_build/selfstudy": "the self-study edition, built with the model answers (make book-selfstudy)",
+    "selfstudy": "the self-study edition's staged notebooks, with the model answers (make book-selfstudy)",
+    "course": "a local gradebook, which stores the source cells too",
+}
 BIN = Path(sys.prefix) / "bin"  # the virtualenv JupyterHub runs from: its jupyterhub-singleuser and kernel
 COURSE_ID = "posenc"  # autograder/nbgrader_config.py's CourseDirectory.course_id
 PROXY = ROOT / "node_modules" / ".bin" / "configurable-http-proxy"
@@ -48,7 +58,21 @@ PORT = int(os.environ.get("POSENC_HUB_PORT", "8000"))
 HUB_API_PORT = int(os.environ.get("POSENC_HUB_API_PORT", "8081"))
 PROXY_API_PORT = int(os.environ.get("POSENC_HUB_PROXY_API_PORT", "8001"))
 INSTRUCTOR = os.environ.get("POSENC_HUB_INSTRUCTOR", "").strip()
-STUDENTS = sorted(set(os.environ.get("POSENC_HUB_STUDENTS", "").split()) - {INSTRUCTOR})
+ROSTER = os.environ.get("POSENC_HUB_ROSTER", "").strip()  # nbgrader's student CSV (`python -m autograder roster`)
+
+
+def _roster() -> list[str]:
+    if not ROSTER:
+        return []
+    from autograder.commands.roster import read
+
+    try:
+        return read(ROSTER)
+    except (OSError, ValueError) as exc:
+        sys.exit(f"The course's JupyterHub cannot start here (hub/README.md):\n  - POSENC_HUB_ROSTER: {exc}")
+
+
+STUDENTS = sorted((set(os.environ.get("POSENC_HUB_STUDENTS", "").split()) | set(_roster())) - {INSTRUCTOR})
 AUTH = os.environ.get("POSENC_HUB_AUTH", "shared-password")
 # Grading settings the instructor's server takes from the hub's environment when they are set there.
 INSTRUCTOR_PASSES = ("POSENC_CELL_TIMEOUT", "POSENC_NOTEBOOK_TIMEOUT", "POSENC_DB_URL")
@@ -70,6 +94,35 @@ def _user(name):
 
 def _in_group(user, gid: int) -> bool:
     return user.pw_gid == gid or user.pw_name in grp.getgrgid(gid).gr_mem
+
+
+def _can_read(user, info: os.stat_result) -> int:
+    """The permission bits (r=4, w=2, x=1) that apply to ``user`` on a file with ``info``; None is other users."""
+    if user is not None and info.st_uid == user.pw_uid:
+        return (info.st_mode >> 6) & 7
+    if user is not None and _in_group(user, info.st_gid):
+        return (info.st_mode >> 3) & 7
+    return info.st_mode & 7
+
+
+def _reaches(user, path: Path) -> bool:
+    """Whether ``user`` (None: every other user) can enter the checkout's folders down to ``path`` and list or open
+    what is in it, by the modes alone (root's view: the check runs as root)."""
+    inside = path.relative_to(ROOT).parts
+    for i in range(len(inside)):
+        if not _can_read(user, (ROOT.joinpath(*inside[:i])).stat()) & 1:
+            return False
+    return bool(_can_read(user, path.stat()) & 5)
+
+
+def _git_dirs() -> list[Path]:
+    """The repository's folder: .git, or where a .git file (a worktree's or a submodule's) points."""
+    dot = ROOT / ".git"
+    if dot.is_file():
+        line = dot.read_text().strip()
+        if line.startswith("gitdir:"):
+            return [dot, (ROOT / line.split(":", 1)[1].strip()).resolve()]
+    return [dot]
 
 
 def _sandbox_problem(instructor) -> str | None:
@@ -128,23 +181,24 @@ def _problems() -> list[str]:
     instructor = users.get(INSTRUCTOR)
     if instructor and os.geteuid() == 0:
         problems += filter(None, [_sandbox_problem(instructor)])
-    # The hidden tests and model answers (solutions/), the checkout's own course folder (a local gradebook
-    # stores the source cells too) and the editions built with the model answers must be closed to students;
-    # the instructor reads solutions/.
-    for folder, holds in ((ROOT / "solutions", "the hidden tests and model answers"),
-                          (ROOT / "course", "a local gradebook, which stores the source cells too"),
-                          *[(ROOT / edition, "an edition built with the model answers (make book-selfstudy, "
-                                             "make book-instructor)")
-                            for edition in ANSWER_EDITIONS]):
+    # The hidden tests and model answers (solutions/) and every other copy of them in the checkout (its history,
+    # the built editions, caches, the checkout's own course folder) must be closed to students; the instructor
+    # reads solutions/. Checked as far as a student can reach.
+    closed = [(ROOT / "solutions", "the hidden tests and model answers")]
+    closed += [(ROOT / name, holds) for name, holds in INSTRUCTOR_ONLY.items()]
+    closed += [(path, INSTRUCTOR_ONLY[".git"]) for path in _git_dirs()[1:]]
+    for folder, holds in closed:
         if not folder.exists():
             continue
-        info = folder.stat()
-        if info.st_mode & 0o005:
+        inside = folder.is_relative_to(ROOT)
+        if inside and _reaches(None, folder) or not inside and folder.stat().st_mode & 0o005:
             problems.append(f"{folder} can be read by every user on this machine, students included (it holds "
                             f"{holds}): `sudo chmod o-rwx {folder}`")
+            continue
         for student in students:
-            if info.st_uid == student.pw_uid or (info.st_mode & 0o050 and _in_group(student, info.st_gid)):
-                problems.append(f"student {student.pw_name} can read {folder} (its owner or group)")
+            if _reaches(student, folder) if inside else _can_read(student, folder.stat()) & 5:
+                problems.append(f"student {student.pw_name} can read {folder} (its owner or group; it holds "
+                                f"{holds})")
     solutions = (ROOT / "solutions").stat()
     if instructor and not (solutions.st_uid == instructor.pw_uid
                            or (solutions.st_mode & 0o050 == 0o050 and _in_group(instructor, solutions.st_gid))):
@@ -255,8 +309,11 @@ def prepare_server(spawner) -> None:
     """The environment of a user's server, by role (JupyterHub calls this before each start)."""
     name = spawner.user.name
     role = "instructor" if name == INSTRUCTOR else "student"
+    # The course's virtualenv first on PATH, for the server and its terminals (`python -m autograder ...` as the
+    # guide writes it): the terminals run bash as an interactive shell that is not a login shell
+    # (jupyter/<role>/jupyter_server_config.json), because a login shell reads /etc/profile, which resets PATH.
     env = {"PATH": f"{BIN}:/usr/local/bin:/usr/bin:/bin", "JUPYTER_CONFIG_PATH": str(HUB / "jupyter" / role),
-           "POSENC_EXCHANGE_DIR": str(EXCHANGE)}
+           "POSENC_EXCHANGE_DIR": str(EXCHANGE), "SHELL": "/bin/bash"}
     if role == "instructor":
         # nbgrader's course folder (gradebook, submitted, autograded, feedback, release): private to the instructor,
         # made by their server (hub/jupyter/instructor/nbgrader_config.py), never by root in their home.
@@ -266,3 +323,14 @@ def prepare_server(spawner) -> None:
 
 
 c.Spawner.pre_spawn_hook = prepare_server
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Servers nobody has used for POSENC_HUB_IDLE_TIMEOUT seconds (default an hour) are stopped by the hub's idle
+# culler (jupyterhub-idle-culler, a service the hub starts and stops with itself), so that a class's forgotten
+# kernels do not hold the machine's memory; the users' files stay, and logging in again starts a new server.
+IDLE_TIMEOUT = int(os.environ.get("POSENC_HUB_IDLE_TIMEOUT", "3600"))
+c.JupyterHub.services = [{"name": "idle-culler",
+                          "command": [sys.executable, "-m", "jupyterhub_idle_culler", f"--timeout={IDLE_TIMEOUT}"]}]
+c.JupyterHub.load_roles = [{"name": "idle-culler", "services": ["idle-culler"],
+                            "scopes": ["list:users", "read:users:activity", "read:servers", "delete:servers"]}]

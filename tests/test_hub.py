@@ -52,8 +52,10 @@ pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("hub")]
 CHAPTER = "02_sinusoidal"
 ARTEFACTS = ROOT / "_build" / "test-artefacts" / "hub"
 HUB_CONFIG = ROOT / "hub" / "jupyterhub_config.py"
-# The folders the hub requires closed to students besides solutions/ and course/ (read from its configuration)
-ANSWER_EDITIONS = ast.literal_eval(re.search(r"^ANSWER_EDITIONS = (.*)$", HUB_CONFIG.read_text(), re.M).group(1))
+# What of the checkout the hub requires closed to students besides solutions/ (read from its configuration):
+# .git, the built editions, the book's cache, the checkout's course/
+INSTRUCTOR_ONLY = ast.literal_eval(re.search(r"^INSTRUCTOR_ONLY = (\{.*?^\})$", HUB_CONFIG.read_text(),
+                                             re.M | re.S).group(1))
 SPAWN_TIMEOUT = 180_000  # ms: a JupyterLab starting on a loaded 2-core machine
 ACTION_TIMEOUT = 180_000  # ms: a formgrader button (generate, autograde: a sandboxed kernel)
 NBGRADER_MATHJAX = "https://cdnjs.cloudflare.com/ajax/libs/mathjax/2.7.7/"
@@ -113,14 +115,17 @@ def unix_users(homes: Path, names: list[str]):
 
 @contextlib.contextmanager
 def closed_to_students(instructor_gid: int):
-    """solutions/ readable by the instructor's group and by nobody else, and the checkout's course/ and the
-    editions built with the model answers closed to other users, as the hub requires (hub/README.md); the
-    checkout's modes and groups are put back after."""
-    saved = []
-    editions = [(ROOT / edition, None) for edition in ANSWER_EDITIONS if (ROOT / edition).exists()]
-    for folder, group in ((ROOT / "solutions", instructor_gid), (ROOT / "course", None), *editions):
-        # (course/ made now if missing, closed: another test making it meanwhile would stop the hub's restart)
-        folder.mkdir(mode=0o755, exist_ok=True)
+    """solutions/ readable by the instructor's group and by nobody else, and the checkout's .git, course/, built
+    editions and caches closed to other users, as the hub requires (hub/README.md); the checkout's modes and
+    groups are put back after, exactly."""
+    saved, made = [], []
+    top = [(ROOT / name, None) for name in INSTRUCTOR_ONLY if "/" not in name]  # .git, _build, caches, course/
+    for folder, group in ((ROOT / "solutions", instructor_gid), *top):
+        # (made now if missing, closed: another test making one meanwhile, a book build its cache or _build, would
+        # stop the hub's restart)
+        if not folder.exists():
+            folder.mkdir(mode=0o755)
+            made.append(folder)
         info = folder.stat()
         saved.append((folder, info.st_mode & 0o7777, info.st_gid))
         if group is not None:
@@ -140,6 +145,9 @@ def closed_to_students(instructor_gid: int):
         for folder, mode, gid in reversed(saved):
             os.chown(folder, -1, gid)
             os.chmod(folder, mode)
+        for folder in made:
+            with contextlib.suppress(OSError):  # (filled meanwhile, by a build or another test: then it stays)
+                folder.rmdir()
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -234,6 +242,11 @@ class Class:
     instructor: Account
     ada: Account
     bob: Account
+    # Students who work from a terminal (never a browser here), each attacking the exchange one way:
+    mallory: Account  # hands in as ada (a folder of hers named ada+...)
+    eve: Account  # hands in links to the instructor's files, and a pipe
+    oscar: Account  # hands in more than the size limit, at submit and in inbound
+    carol: Account  # hands in by hand after the due date, dated before it, without submission_secret.txt
     state: Path
 
     @property
@@ -255,25 +268,28 @@ def hub_class():
     tag, shared = secrets.token_hex(2), secrets.token_hex(6)  # the students share a password, not the instructor
     instructor = Account(f"ph{tag}t", secrets.token_hex(20))
     ada, bob = Account(f"ph{tag}a", shared), Account(f"ph{tag}b", shared)
+    mallory, eve, oscar, carol = (Account(f"ph{tag}{c}", shared) for c in "meoc")
+    attackers = [mallory, eve, oscar, carol]
     # Homes, state and exchange in a folder every user can traverse (pytest's own temporary folder is root's alone).
     base = Path(tempfile.mkdtemp(prefix="posenc-hub-"))
     os.chmod(base, 0o755)
     (base / "home").mkdir(mode=0o755)
     try:
-        with unix_users(base / "home", [instructor.name, ada.name, bob.name]), \
+        with unix_users(base / "home", [a.name for a in (instructor, ada, bob, *attackers)]), \
                 closed_to_students(instructor.pw.pw_gid):
             ports = [free_port() for _ in range(3)]
             env = {"PATH": f"{VENV_BIN}:/usr/bin:/bin", "HOME": str(base), "LANG": "C.UTF-8",
                    "POSENC_HUB_DIR": str(base / "state"), "POSENC_HUB_PORT": str(ports[0]),
                    "POSENC_HUB_API_PORT": str(ports[1]), "POSENC_HUB_PROXY_API_PORT": str(ports[2]),
-                   "POSENC_HUB_INSTRUCTOR": instructor.name, "POSENC_HUB_STUDENTS": f"{ada.name} {bob.name}",
+                   "POSENC_HUB_INSTRUCTOR": instructor.name,
+                   "POSENC_HUB_STUDENTS": " ".join(a.name for a in (ada, bob, *attackers)),
                    "POSENC_HUB_PASSWORD": shared, "POSENC_HUB_INSTRUCTOR_PASSWORD": instructor.password,
                    "POSENC_CELL_TIMEOUT": "30"}
             hub = Hub(env, ARTEFACTS / "hub.log", base / "python-view")
             hub.log.write_text("")
             hub.start()
             try:
-                yield Class(hub, instructor, ada, bob, base / "state")
+                yield Class(hub, instructor, ada, bob, *attackers, base / "state")
             finally:
                 hub.stop()
     finally:
@@ -383,6 +399,119 @@ def shots_on_failure(*watched):
 
 
 # ---------------------------------------------------------------------------------------------------------
+# What students do in a terminal, and the instructor's terminal
+
+def nbgrader_time(when: datetime.datetime) -> str:
+    return when.strftime("%Y-%m-%d %H:%M:%S.%f UTC")
+
+
+def parse_time(text: str) -> datetime.datetime:
+    """nbgrader's timestamp (or formgrader's due date, UTC) as a naive UTC datetime."""
+    return datetime.datetime.fromisoformat(text.strip().removesuffix(" UTC").replace("T", " "))
+
+
+# Run as a student, in their home: args are a JSON object {"make": [[kind, path, arg], ...]} of entries to make,
+# in order (folder, file with text, sparse file of a size, symbolic link, pipe).
+MAKE_ENTRIES = r"""
+import json, os, sys
+for kind, path, arg in json.loads(sys.argv[1]):
+    if kind == "folder":
+        os.makedirs(path)
+    elif kind == "text":
+        with open(path, "w") as out:
+            out.write(arg)
+    elif kind == "sparse":
+        with open(path, "wb") as out:
+            out.truncate(arg)
+    elif kind == "link":
+        os.symlink(arg, path)
+    elif kind == "pipe":
+        os.mkfifo(path)
+"""
+
+
+def make_entries(cls: Class, account: Account, entries: list) -> None:
+    done = cls.hub.run_as(account, sys.executable, "-I", "-c", MAKE_ENTRIES, json.dumps(entries))
+    assert done.returncode == 0, done.stderr
+
+
+def attack_the_exchange(cls: Class, due: str) -> datetime.datetime:
+    """Each attack on nbgrader's exchange, made the way a student can in a terminal (the exchange's inbound folder
+    is writable by every student; hub/README.md); returns the time carol's folder claims."""
+    inbound = cls.exchange / "inbound"
+    lesson = (cls.exchange / "outbound" / CHAPTER / f"{CHAPTER}.ipynb").read_text()
+    notebook = f"{CHAPTER}.ipynb"
+    now = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+
+    def folder(account: Account, claimed: str, when: datetime.datetime, tag: str) -> Path:
+        return inbound / f"{claimed}+{CHAPTER}+{nbgrader_time(when)}+{tag}"
+
+    # mallory: a folder of hers named as ada's, newer than ada's own submissions.
+    fake = folder(cls.mallory, cls.ada.name, now + datetime.timedelta(hours=1), "forged")
+    make_entries(cls, cls.mallory, [["folder", str(fake), None], ["text", str(fake / notebook), lesson],
+                                    ["text", str(fake / "timestamp.txt"), nbgrader_time(now)]])
+    # eve: the instructor's source notebook as hers, through a link inside her folder and through the folder
+    # itself being a link (collect runs as the instructor, who can read it), and a pipe (copying it would block).
+    source = cls.course / "solutions" / CHAPTER
+    inner, pipe = (folder(cls.eve, cls.eve.name, now + datetime.timedelta(minutes=m), t) for m, t in
+                   ((2, "inner"), (1, "pipe")))
+    make_entries(cls, cls.eve, [["folder", str(inner), None], ["link", str(inner / notebook), str(source / notebook)],
+                                ["link", str(folder(cls.eve, cls.eve.name, now, "outer")), str(source)],
+                                ["folder", str(pipe), None], ["pipe", str(pipe / notebook), None]])
+    # oscar: a submission over the limit through nbgrader's own submit (refused before anything is written), then
+    # a folder of 150 MB (sparse) made by hand in inbound, which made nbgrader's collect stop for everyone.
+    home = cls.oscar.home / "posenc" / CHAPTER
+    make_entries(cls, cls.oscar, [["folder", str(home), None], ["text", str(home / notebook), lesson],
+                                  ["sparse", str(home / "data.bin"), 60 * 10**6]])
+    submit = cls.hub.run_as(cls.oscar, "sh", "-c", 'cd "$HOME" && exec "$@"', "sh",  # (in his home, as a terminal)
+                            str(VENV_BIN / "nbgrader"), "submit", CHAPTER, "--course", "posenc",
+                            env={"JUPYTER_CONFIG_PATH": str(ROOT / "hub" / "jupyter" / "student"),
+                                 "POSENC_EXCHANGE_DIR": str(cls.state / "exchange")})
+    assert submit.returncode != 0 and "over the size limit" in submit.stdout + submit.stderr, (
+        submit.stdout[-2000:] + submit.stderr[-2000:])
+    big = folder(cls.oscar, cls.oscar.name, now, "big")
+    make_entries(cls, cls.oscar, [["folder", str(big), None], ["text", str(big / notebook), lesson],
+                                  ["sparse", str(big / "data.bin"), 150 * 10**6]])
+    # carol: her own work, handed in by hand after the due date, in a folder whose name and timestamp.txt say an
+    # hour before it, without the submission_secret.txt that nbgrader's submit writes.
+    claimed = parse_time(due) - datetime.timedelta(hours=1)
+    late = folder(cls.carol, cls.carol.name, claimed, "late")
+    make_entries(cls, cls.carol, [["folder", str(late), None], ["text", str(late / notebook), lesson],
+                                  ["text", str(late / "timestamp.txt"), nbgrader_time(claimed)]])
+    assert not any(p.name.startswith(f"{cls.oscar.name}+") and "big" not in p.name for p in inbound.iterdir())
+    return claimed
+
+
+def terminal_run(page, account: Account, command: str, timeout: float = 900) -> tuple[int, str]:
+    """Type ``command`` in a new terminal of the user's JupyterLab (jupyter_server's terminal, over its websocket,
+    from the user's page); returns its exit status and its output (kept in files of the user's home)."""
+    line = (f"{command} > ~/terminal.out 2>&1; echo $? > ~/terminal.status; printf 'end%s\\n' -of-command")
+    output = page.evaluate(
+        """async ([base, line, timeout]) => {
+            const xsrf = document.cookie.split('; ').find(c => c.startsWith('_xsrf='));
+            const made = await fetch(base + 'api/terminals', {method: 'POST', credentials: 'same-origin',
+                                     headers: {'X-XSRFToken': xsrf ? xsrf.slice(6) : ''}});
+            const {name} = await made.json();
+            const scheme = location.protocol === 'https:' ? 'wss:' : 'ws:';
+            return await new Promise(resolve => {
+                const socket = new WebSocket(`${scheme}//${location.host}${base}terminals/websocket/${name}`);
+                let seen = '';
+                socket.onopen = () => socket.send(JSON.stringify(['stdin', line + '\\r']));
+                socket.onmessage = event => {
+                    const [kind, text] = JSON.parse(event.data);
+                    if (kind === 'stdout') seen += text;
+                    if (seen.includes('end-of-command')) { socket.close(); resolve(seen); }
+                };
+                socket.onclose = () => resolve(seen);
+                setTimeout(() => { socket.close(); resolve(seen); }, timeout * 1000);
+            });
+        }""", [f"/user/{account.name}/", line, timeout])
+    status = account.home / "terminal.status"
+    assert status.exists(), f"the terminal did not run the command: {output[-2000:]}"
+    return int(status.read_text()), (account.home / "terminal.out").read_text()
+
+
+# ---------------------------------------------------------------------------------------------------------
 # Reading the results
 
 def gradebook(cls: Class) -> dict:
@@ -448,7 +577,7 @@ def test_the_hub_refuses_to_start_without_its_settings():
     """`make hub` on a machine not set up for it says what to do instead of starting half a hub."""
     env = {"PATH": f"{VENV_BIN}:/usr/bin:/bin", "HOME": tempfile.gettempdir(), "LANG": "C.UTF-8",
            "POSENC_HUB_DIR": os.path.join(tempfile.gettempdir(), "posenc-hub-never-made"),
-           "POSENC_HUB_STUDENTS": "posenc-no-such-user"}
+           "POSENC_HUB_ROSTER": str(ROOT / "tests" / "hub_roster.csv")}  # (names posenc-no-such-user)
     staged = ROOT / "selfstudy"  # the self-study edition's notebooks, with the model answers, readable by all
     made = not staged.exists()
     staged.mkdir(mode=0o755, exist_ok=True)
@@ -462,9 +591,36 @@ def test_the_hub_refuses_to_start_without_its_settings():
     assert done.returncode != 0
     message = done.stdout + done.stderr
     for expected in ("POSENC_HUB_INSTRUCTOR", "POSENC_HUB_PASSWORD", "POSENC_HUB_INSTRUCTOR_PASSWORD",
-                     "there is no Unix user 'posenc-no-such-user'", f"{staged} can be read by every user"):
+                     "there is no Unix user 'posenc-no-such-user'", f"{staged} can be read by every user",
+                     f"{ROOT / '.git'} can be read by every user"):
         assert expected in message, f"{expected!r} not in the hub's refusal:\n{message[-3000:]}"
     assert not os.path.exists(env["POSENC_HUB_DIR"]), "a hub that refused to start made its folders anyway"
+
+
+def test_the_roster_makes_the_class_accounts(tmp_path):
+    """`python -m autograder roster` (as root) makes each missing account of nbgrader's student list as the hub
+    asks (a private home, bash), leaves existing ones alone, and refuses a list with an id that is not a user name."""
+    if os.geteuid() != 0:
+        pytest.skip("making Unix accounts needs root")
+    name = f"phr{secrets.token_hex(3)}"
+    roster = tmp_path / "class.csv"
+    roster.write_text(f"id,first_name,last_name,email\n{name},Ada,Lovelace,ada@example.org\n")
+    homes = tmp_path / "homes"
+    homes.mkdir()
+    command = [str(VENV_BIN / "python"), "-m", "autograder", "roster", str(roster), "--home-base", str(homes)]
+    try:
+        first = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
+        again = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
+        user = pwd.getpwnam(name)
+        assert first.returncode == 0 and f"{name}: made" in first.stdout, first.stdout + first.stderr
+        assert again.returncode == 0 and f"{name}: exists" in again.stdout, again.stdout + again.stderr
+        assert user.pw_shell == "/bin/bash" and user.pw_dir == str(homes / name)
+        assert stat.S_IMODE((homes / name).stat().st_mode) == 0o700
+    finally:
+        subprocess.run(["userdel", "--remove", name], capture_output=True)
+    roster.write_text("id\nRobert'); DROP\n")
+    refused = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
+    assert refused.returncode == 2 and "line 2" in refused.stdout and "not a Unix user name" in refused.stdout
 
 
 def test_a_class_on_the_hub(hub_class, browser):
@@ -477,6 +633,10 @@ def test_a_class_on_the_hub(hub_class, browser):
     manual_ids = builder.a.written  # the written answers, graded by hand
     assignment_path = f"posenc/{CHAPTER}/{CHAPTER}.ipynb"  # where fetch puts it (Exchange.path_includes_course)
     started = time.monotonic()
+    import psutil
+
+    culler = [p for p in psutil.process_iter(["cmdline"]) if "jupyterhub_idle_culler" in (p.info["cmdline"] or [])]
+    assert culler, "the hub started without its idle culler"
 
     with watched_context(browser) as t_ctx, watched_context(browser) as a_ctx, watched_context(browser) as b_ctx, \
             shots_on_failure(t_ctx, a_ctx, b_ctx):
@@ -540,6 +700,16 @@ def test_a_class_on_the_hub(hub_class, browser):
         assert seen["outbound"] == [CHAPTER], seen
         for closed in ("inbound", "feedback", "ada_home", "course", "solutions"):
             assert seen[closed] == "denied", f"bob can read {closed}: {seen[closed]}"
+        # ... nor the hidden tests by another path: the repository's history, the built editions, the caches.
+        source = f"solutions/{CHAPTER}/{CHAPTER}.ipynb"
+        shown = hub.run_as(bob, "git", "-c", "safe.directory=*", "-C", str(ROOT), "show", f"HEAD:{source}")
+        assert shown.returncode != 0 and "BEGIN HIDDEN TESTS" not in shown.stdout, (
+            f"bob read {source} through git: {shown.stdout[:300]}")
+        others = {name: ROOT / name for name in INSTRUCTOR_ONLY}
+        others.update({"git HEAD": ROOT / ".git" / "HEAD", "git objects": ROOT / ".git" / "objects"})
+        seen = what_can_read(hub, bob, others)
+        assert all(seen[name] in ("denied", "missing") for name in others), seen
+        assert seen[".git"] == "denied", seen
         inbound = sorted(p.name for p in (cls.exchange / "inbound").iterdir())
         assert [n.split("+")[0] for n in inbound] == sorted([ada.name, ada.name, bob.name]), inbound
 
@@ -558,13 +728,28 @@ def test_a_class_on_the_hub(hub_class, browser):
         row = assignment_row(fg, CHAPTER)
         assert due.replace("T", " ") in row.locator("td.duedate").inner_text(), "the due date was lost"
 
-        # -- The instructor collects, and autogrades in formgrader (the course's sandboxed autograde).
-        formgrader_click(fg, row.locator("td.collect a"), f"collect {CHAPTER}")
-        ada_times = sorted(n.split("+")[2] for n in inbound if n.startswith(f"{ada.name}+"))
-        collected = (cls.course / "submitted" / ada.name / CHAPTER / "timestamp.txt").read_text().strip()
-        assert collected == ada_times[-1], f"collected ada's submission of {collected}, not her latest {ada_times}"
+        # -- Four students attack the exchange from their terminals, after the due date.
+        forged = attack_the_exchange(cls, due)
+
+        # -- The instructor collects: the honest submissions and carol's (with the server's time), nothing of the
+        # attackers', one line for each refusal; then autogrades in formgrader (the course's sandboxed autograde).
+        log = formgrader_click(fg, row.locator("td.collect a"), f"collect {CHAPTER}")
+        (ARTEFACTS / "collect.txt").write_text(log)
+        assert sorted(p.name for p in (cls.course / "submitted").iterdir()) == sorted(
+            [ada.name, bob.name, cls.carol.name]), "collect took a submission it should have refused"
+        refusals = [line for line in log.splitlines() if "Refused a submission" in line]
+        for who, count in ((ada.name, 1), (cls.eve.name, 3), (cls.oscar.name, 1)):
+            assert sum(f"Refused a submission of {who} " in line for line in refusals) == count, log
+        assert any(cls.mallory.name in line for line in refusals if f"of {ada.name} " in line), log
+        assert "too big" not in log and "Traceback" not in log, log
+        ada_times = sorted(parse_time(n.split("+")[2]) for n in inbound if n.startswith(f"{ada.name}+"))
+        collected = parse_time((cls.course / "submitted" / ada.name / CHAPTER / "timestamp.txt").read_text())
+        assert ada_times[-1] <= collected < ada_times[-1] + datetime.timedelta(seconds=60), (
+            f"collected ada's submission of {collected}, not her latest {ada_times}")
+        carol_time = parse_time((cls.course / "submitted" / cls.carol.name / CHAPTER / "timestamp.txt").read_text())
+        assert carol_time > parse_time(due) > forged, f"carol's submission recorded at {carol_time}"
         row = assignment_row(fg, CHAPTER)
-        assert row.locator("td.num-submissions").inner_text().strip() == "2"
+        assert row.locator("td.num-submissions").inner_text().strip() == "3"
         row.locator("td.num-submissions a").click()
         for account in (ada, bob):
             student = fg.locator("#main-table tr", has=fg.locator(f"td.student-id:text-is('{account.name}')"))
@@ -574,20 +759,19 @@ def test_a_class_on_the_hub(hub_class, browser):
         assert probe_output(autograded) == "sandbox probe: False False", (
             f"bob's kernel saw the instructor's files while formgrader graded it: {probe_output(autograded)}")
 
-        # -- The same collected folder through the course's command line, as the instructor in a terminal.
-        grade = hub.run_as(teacher, str(VENV_BIN / "python"), "-m", "autograder", "grade",
-                           str(cls.course / "submitted"), "--assignment", CHAPTER,
-                           env={"POSENC_COURSE_DIR": str(cls.course), "POSENC_CELL_TIMEOUT": "30",
-                                "JUPYTER_CONFIG_PATH": str(ROOT / "hub" / "jupyter" / "instructor"),
-                                "POSENC_EXCHANGE_DIR": str(cls.state / "exchange")})
-        (ARTEFACTS / "grade.txt").write_text(grade.stdout + grade.stderr)
-        assert grade.returncode == 0, grade.stdout[-3000:] + grade.stderr[-3000:]
-        rows = {line.split()[0]: line.split() for line in grade.stdout.splitlines() if line.split()
+        # -- The same collected folder through the course's command line, typed as the guide writes it in a
+        # terminal of the instructor's JupyterLab (bash, with the course's environment on PATH).
+        status, output = terminal_run(t_lab, teacher,
+                                      f"python -m autograder grade ~/posenc-course/submitted --jobs 2 "
+                                      f"--assignment {CHAPTER}")
+        (ARTEFACTS / "grade.txt").write_text(output)
+        assert status == 0, output[-3000:]
+        rows = {line.split()[0]: line.split() for line in output.splitlines() if line.split()
                 and line.split()[0] in (ada.name, bob.name)}
         cells = list(builder.a.points)  # the table's columns: the graded cells in the notebook's order
         assert rows[ada.name] == [ada.name, *("-" if g in manual_ids else f"{solved.expected[g]:g}" for g in cells),
-                                  "8"], grade.stdout
-        assert rows[bob.name][:len(cells) + 3] == [bob.name, *["0"] * (len(cells) + 1), "REVIEW"], grade.stdout
+                                  "8"], output
+        assert rows[bob.name][:len(cells) + 3] == [bob.name, *["0"] * (len(cells) + 1), "REVIEW"], output
         assert probe_output(autograded) == "sandbox probe: False False", probe_output(autograded)
 
         # -- Manual grades for ada's written answers, typed in formgrader's grading page.
@@ -616,7 +800,9 @@ def test_a_class_on_the_hub(hub_class, browser):
         # -- Feedback: generated and released in formgrader, fetched by each student from the Assignments tab.
         fg.goto(f"{hub.url}/user/{teacher.name}/formgrader")
         formgrader_click(fg, assignment_row(fg, CHAPTER).locator("td.generate-feedback a"), "generate feedback")
-        formgrader_click(fg, assignment_row(fg, CHAPTER).locator("td.release-feedback a"), "release feedback")
+        log = formgrader_click(fg, assignment_row(fg, CHAPTER).locator("td.release-feedback a"),
+                               "release feedback")
+        assert f"Feedback not released for {cls.carol.name} " in log, log  # her folder has no submission secret
         shot(fg, "instructor_formgrader_assignments")
         released = sorted(p.name for p in (cls.exchange / "feedback").iterdir())
         assert len(released) == 2 and not any(a.name in n for a in (ada, bob) for n in released), released
@@ -639,7 +825,8 @@ def test_a_class_on_the_hub(hub_class, browser):
 
     # -- The gradebook: ada's latest submission, graded; bob 0 on every autograded cell, and late.
     book = gradebook(cls)
-    assert set(book) == {ada.name, bob.name}, book
+    assert set(book) == {ada.name, bob.name, cls.carol.name}, book
+    assert book[cls.carol.name][1] > 0, "carol's forged time was believed"
     ada_grades, ada_late = book[ada.name]
     bob_grades, bob_late = book[bob.name]
     for grade_id, want in solved.expected.items():
