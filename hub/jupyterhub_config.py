@@ -206,6 +206,13 @@ def _problems() -> list[str]:
         problems.append(f"the instructor {INSTRUCTOR} cannot read solutions/ (the source notebooks formgrader "
                         f"generates assignments from): `sudo chgrp {group} {ROOT / 'solutions'}` and "
                         f"`sudo chmod 750 {ROOT / 'solutions'}`")
+    if instructor:  # formgrader generates each chapter from these files, as the instructor
+        unreadable = [p for p in sorted((ROOT / "solutions").rglob("*"))
+                      if p.is_file() and not _can_read(instructor, p.stat()) & 4]
+        if unreadable:
+            problems.append(f"the instructor {INSTRUCTOR} cannot read {len(unreadable)} file(s) in solutions/ "
+                            f"(e.g. {unreadable[0]}): `sudo chmod -R a+rX {ROOT / 'solutions'}` (the folder "
+                            "itself stays closed to students)")
     # What every user's server runs and imports: the folders on the way must be open to others. The virtualenv's
     # interpreter is often a link into another installation (pyenv's, in root's home: closed to everyone else).
     python = Path(os.path.realpath(sys.executable))
