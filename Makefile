@@ -113,4 +113,4 @@ bench: $(STAMP) assets
 	$(PY) -m autograder.bench
 
 clean:
-	rm -rf _build selfstudy
+	rm -rf _build selfstudy solutions/*/*.ipynb

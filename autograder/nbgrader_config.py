@@ -19,8 +19,9 @@ c.CourseDirectory.feedback_directory = os.path.join(COURSE, "feedback")
 # several graders share: postgresql+psycopg2://USER:PASSWORD@HOST:PORT/DATABASE). A root nbgrader_config.py may set
 # c.CourseDirectory.db_url after loading this file instead. autograder/gradebook.py checks the URL before grading.
 c.CourseDirectory.db_url = os.environ.get("POSENC_DB_URL") or "sqlite:///" + os.path.join(COURSE, "gradebook.db")
-# Only the notebooks are part of an assignment; nothing else in the source folder is released.
-c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", ".*"]
+# Only the notebooks are part of an assignment; nothing else in the source folder is released (the chapter's
+# MyST markdown, from which its notebook is generated, holds the solutions).
+c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", ".*", "*.md"]
 
 c.Exchange.root = os.path.join(COURSE, "exchange")  # nbgrader's default (/srv/nbgrader/exchange) is not writable
 c.Exchange.path_includes_course = True

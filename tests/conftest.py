@@ -17,6 +17,15 @@ from support import CHROMIUM, CHROMIUM_ARGS, build_book, clean_env
 os.environ.pop("POSENC_DB_URL", None)
 
 
+def pytest_sessionstart(session):
+    """The notebooks nbgrader reads, solutions/<ch>/<ch>.ipynb, written from the chapters' markdown before any test
+    copies, serves or grades them (git ignores them: a fresh clone has only the .md)."""
+    from autograder import course
+
+    for name in course.assignments():
+        course.source_notebook(name)
+
+
 @pytest.fixture(scope="session")
 def built_book(tmp_path_factory):
     """Build the whole book strictly (warnings are errors, a failing cell fails) re-reading every page.

@@ -1,6 +1,7 @@
 """Every chapter: one source notebook, a generated lesson that matches it, and exercises that grade.
 
-For each folder of solutions/: the source notebook is committed clean; executed as is it passes all its
+For each folder of solutions/: the source (MyST markdown, written as the notebook nbgrader reads) is committed
+clean; executed as is it passes all its
 own tests (visible and hidden) within the time budget; the lesson in lessons/ is exactly what nbgrader
 generates from it; the lesson contains no solution code, hidden test or mark scheme, its narrative cells
 run, and every graded test cell fails until the student writes the code.
@@ -63,7 +64,7 @@ def test_there_are_chapters():
 
 @pytest.mark.parametrize("name", CHAPTERS)
 def test_source_is_committed_clean(name):
-    nb = _source(name)
+    nb = course.read_source(name)
     assert nb.metadata.kernelspec.name == "python3"
     for i, cell in enumerate(nb.cells):
         if cell.cell_type == "code":
@@ -107,7 +108,7 @@ def test_lesson_hides_solutions_and_hidden_tests(name):
 def test_lesson_says_which_source_it_is_generated_from(name):
     """Whoever opens a lesson to change it reads, in its notebook metadata, where the chapter is written."""
     note = _lesson(name).metadata.get("posenc", {})
-    assert note.get("generated_from") == f"solutions/{name}/{name}.ipynb", note
+    assert note.get("generated_from") == course.source_markdown(name).relative_to(course.ROOT).as_posix(), note
     assert "make lessons" in note.get("do_not_edit", ""), note
 
 

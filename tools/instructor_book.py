@@ -3,7 +3,8 @@ tests and rubrics visible) into a folder of its own.
 
     .venv/bin/python tools/instructor_book.py [--out _build/instructor] [--chapters 01_why_position ...]
 
-It writes a table of contents and a configuration beside the output (every lessons/<ch>/<ch> entry of
+It writes each chapter's source notebook from its MyST markdown (solutions/<ch>/<ch>.md to .ipynb, as `make
+lessons` does), a table of contents and a configuration beside the output (every lessons/<ch>/<ch> entry of
 _toc.yml replaced by solutions/<ch>/<ch>) and runs the same strict build as `make book-all`. The HTML lands in
 <out>/_build/html. Exercise cells keep their `skip-execution` tag, so the book shows the solutions without
 running them, exactly as the student book shows the stubs.
@@ -24,6 +25,7 @@ from typing import Callable
 
 import yaml
 
+from autograder import course
 from book_build import ROOT, STRICT
 
 LESSON = re.compile(r"^lessons/([^/]+)/\1$")
@@ -41,7 +43,15 @@ class Edition:
     prepare: Callable[[list[str] | None], object] | None = None
 
 
-INSTRUCTOR = Edition("instructor edition", "solutions")
+def source_notebooks(chapters: list[str] | None = None) -> list[Path]:
+    """Write each chapter's source notebook, solutions/<ch>/<ch>.ipynb, from its MyST markdown (the book reads the
+    notebook, as nbgrader does: the same cells the lessons come from)."""
+    return [course.source_notebook(name) for name in course.assignments() if chapters is None or name in chapters]
+
+
+# The chapters' markdown sources are left out: Sphinx would otherwise find two files for one chapter.
+INSTRUCTOR = Edition("instructor edition", "solutions", config={"exclude_patterns": ["solutions/*/*.md"]},
+                     prepare=source_notebooks)
 
 
 def merged(base: dict, extra: dict) -> dict:
@@ -87,7 +97,7 @@ def edition_config(config: dict, edition: Edition = INSTRUCTOR) -> dict:
     config["title"] = f"{config.get('title', '')} ({edition.name})".strip()
     folder = edition.folder.rstrip("/")
     excluded = [p for p in config.get("exclude_patterns", []) if p.split("/")[0] != folder]
-    config["exclude_patterns"] = excluded + ["lessons/**"]
+    config["exclude_patterns"] = excluded + ["lessons/**"] + edition.config.get("exclude_patterns", [])
     cache = config.get("execute", {}).get("cache")
     if cache:
         config["execute"]["cache"] = str((ROOT / cache).resolve())
