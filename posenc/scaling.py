@@ -90,12 +90,24 @@ def dynamic_ntk(d, base=10000.0, scale=1.0, original_max_position=None, seq_len=
     return rope_frequencies(d, dynamic_ntk_base(d, base, scale, original_max_position, seq_len)), 1.0
 
 
-def yarn_attention_factor(scale) -> float:
+def yarn_attention_factor(scale, mscale=None, mscale_all_dim=None) -> float:
     r"""YaRN's attention factor :math:`0.1 \ln s + 1` (1 for s <= 1), applied to both q and k, so the logits
     are multiplied by its square, i.e. divided by the temperature t with :math:`\sqrt{1/t} = 0.1\ln s + 1`
-    (Peng et al. 2023, arXiv:2309.00071, §3.4)."""
+    (Peng et al. 2023, arXiv:2309.00071, §3.4).
+
+    DeepSeek's configurations (DeepSeek-V2, arXiv:2405.04434; V3) give two coefficients, ``mscale`` and
+    ``mscale_all_dim``, and the factor becomes the ratio :math:`(0.1\,m\ln s + 1) / (0.1\,m_{all}\ln s + 1)`
+    (1 when they are equal, as in V3's released configuration, where DeepSeek's attention instead multiplies
+    its softmax scale by :math:`(0.1\,m_{all}\ln s + 1)^2`). As in transformers' ``_compute_yarn_parameters``,
+    the ratio is used only when both are given (and non-zero); otherwise the plain factor."""
     s = _validate.scale(scale)
-    return 0.1 * math.log(s) + 1.0
+
+    def get_mscale(m):
+        return 0.1 * m * math.log(s) + 1.0
+
+    if mscale and mscale_all_dim:
+        return get_mscale(float(mscale)) / get_mscale(float(mscale_all_dim))
+    return get_mscale(1.0)
 
 
 def _yarn_arguments(d, base, original_max_position, beta_fast, beta_slow):

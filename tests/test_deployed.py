@@ -1,0 +1,229 @@
+"""posenc.deployed (and YaRN's DeepSeek coefficients) against Hugging Face transformers' own code: its configuration
+classes, rope initialisation functions, rotary embedding modules and attention modules, imported and run here,
+over many configurations. Where transformers has no implementation (Self-Extend, Qwen's log-n), the paper's or the
+model's equation written as a loop."""
+
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+import posenc
+from posenc import deployed
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+rope_utils = pytest.importorskip("transformers.modeling_rope_utils")
+
+RNG = np.random.default_rng(20261127)
+
+
+# -- partial rotation: transformers' "proportional" rope type --------------------------------------------------
+
+@pytest.mark.parametrize("head_dim, fraction, base, factor", [
+    (64, 0.25, 10000.0, 1.0), (128, 0.5, 1e6, 8.0), (256, 1.0, 10000.0, 1.0), (96, 0.0, 500000.0, 2.0),
+    (128, 0.75, 1e4, 1.0), (32, 0.3, 10.0, 1.5)])
+def test_proportional_frequencies_match_transformers(head_dim, fraction, base, factor):
+    config = SimpleNamespace(head_dim=head_dim, hidden_size=head_dim * 4, num_attention_heads=4,
+                             standardize_rope_params=lambda: None,
+                             rope_parameters={"rope_type": "proportional", "rope_theta": base, "factor": factor,
+                                              "partial_rotary_factor": fraction})
+    theirs, attention = rope_utils._compute_proportional_rope_parameters(config)
+    ours = deployed.proportional_frequencies(head_dim, base, fraction, factor)
+    assert attention == 1.0
+    np.testing.assert_allclose(ours, theirs.double().numpy(), rtol=2e-6)  # (theirs: float32)
+    rotated = int(fraction * head_dim // 2)
+    assert np.all(ours[rotated:] == 0) and np.all(ours[:rotated] > 0)
+
+
+def test_proportional_rotation_keeps_the_full_heads_fast_end_unlike_neox_partial_rotation():
+    d, base = 128, 10000.0
+    p = deployed.proportional_frequencies(d, base, 0.25)
+    neox = posenc.rope_frequencies(32, base)  # rotary_pct = 0.25: the rotated width is the denominator
+    assert np.allclose(p[:16], posenc.rope_frequencies(d, base)[:16])
+    assert p[15] > neox[15]  # the slowest rotated pair turns faster than NeoX's slowest
+
+
+# -- per-layer bases (Gemma 3) -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("n_layers", [1, 6, 26, 34, 62])
+def test_layer_types_match_gemma3s_configuration(n_layers):
+    config = transformers.Gemma3TextConfig(num_hidden_layers=n_layers)
+    assert deployed.layer_types(n_layers, 6) == list(config.layer_types)
+
+
+def test_gemma3s_local_and_global_bases_are_posencs_frequencies():
+    config = transformers.Gemma3TextConfig(num_hidden_layers=6, head_dim=64, num_attention_heads=2,
+                                           rope_scaling={"rope_type": "linear", "factor": 8.0})
+    from transformers.models.gemma3.modeling_gemma3 import Gemma3RotaryEmbedding
+
+    rotary = Gemma3RotaryEmbedding(config)
+    local = rotary.sliding_attention_inv_freq.double().numpy()
+    full = rotary.full_attention_inv_freq.double().numpy()
+    np.testing.assert_allclose(local, posenc.rope_frequencies(64, 10_000.0), rtol=2e-6)
+    pi, _ = posenc.position_interpolation(64, 1_000_000.0, 8.0)
+    np.testing.assert_allclose(full, pi, rtol=2e-6)
+
+
+# -- Llama 4's temperature in its layers without RoPE --------------------------------------------------------------
+
+@pytest.mark.parametrize("floor_scale, attn_scale", [(4, 0.1), (8192, 0.1), (3, 0.5)])
+def test_llama4_attention_scale_is_what_llama4s_attention_multiplies_queries_by(monkeypatch, floor_scale, attn_scale):
+    from transformers.models.llama4 import modeling_llama4
+
+    config = transformers.Llama4TextConfig(hidden_size=8, num_attention_heads=1, num_key_value_heads=1, head_dim=8,
+                                           num_hidden_layers=1, no_rope_layers=[0], attn_temperature_tuning=True,
+                                           floor_scale=floor_scale, attn_scale=attn_scale, use_qk_norm=False)
+    config._attn_implementation = "eager"
+    attention = modeling_llama4.Llama4TextAttention(config, layer_idx=0)
+    assert not attention.use_rope
+    with torch.no_grad():
+        attention.q_proj.weight.copy_(torch.eye(8))
+    seen = {}
+
+    class Recorded(Exception):
+        pass
+
+    def record(module, query, key, value, mask, **kwargs):
+        seen["query"] = query
+        raise Recorded  # (what attention does with the query afterwards is not the point)
+
+    monkeypatch.setattr(modeling_llama4, "eager_attention_forward", record)
+    length = 3 * floor_scale + 2
+    hidden = torch.ones(1, length, 8, dtype=torch.float64)
+    attention.double()
+    with pytest.raises(Recorded):
+        attention(hidden, position_embeddings=None, attention_mask=None)
+    theirs = seen["query"][0, 0, :, 0].detach().numpy()  # query of ones, each multiplied by its position's scale
+    ours = deployed.llama4_attention_scale(np.arange(length), floor_scale, attn_scale)
+    np.testing.assert_allclose(ours, theirs, rtol=1e-6)  # (transformers computes the scale in float32)
+    assert ours[floor_scale - 2] == 1.0 and ours[floor_scale - 1] > 1.0  # the first step, at p + 1 = F
+
+
+# -- M-RoPE (Qwen2-VL) -------------------------------------------------------------------------------------------
+
+def _qwen2vl_rope_index(segments, merge):
+    """transformers' Qwen2VLModel.get_rope_index on a sequence of text and images, run with the model's own
+    methods (only the configuration they read is given)."""
+    from transformers.models.qwen2_vl.modeling_qwen2_vl import Qwen2VLModel
+
+    model = SimpleNamespace(config=SimpleNamespace(vision_config=SimpleNamespace(spatial_merge_size=merge)))
+    model.get_vision_position_ids = lambda *a, **k: Qwen2VLModel.get_vision_position_ids(model, *a, **k)
+    types, grids = [], []
+    for kind, size in segments:
+        if kind == "text":
+            types += [0] * size
+        else:
+            t, h, w = size
+            types += [1] * (t * (h // merge) * (w // merge))
+            grids.append(list(size))
+    ids = torch.zeros(1, len(types), dtype=torch.long)
+    positions, _ = Qwen2VLModel.get_rope_index(model, ids, torch.tensor([types]),
+                                               image_grid_thw=torch.tensor(grids) if grids else None)
+    return positions[:, 0].numpy()
+
+
+@pytest.mark.parametrize("segments, merge", [
+    ([("text", 5), ("image", (1, 4, 6)), ("text", 3)], 2),
+    ([("image", (1, 8, 4)), ("text", 7)], 2),
+    ([("text", 2), ("image", (1, 3, 3)), ("text", 1), ("image", (1, 2, 5)), ("text", 4)], 1),
+    ([("text", 11)], 2)])
+def test_mrope_positions_match_qwen2vls_rope_index(segments, merge):
+    np.testing.assert_array_equal(deployed.mrope_positions(segments, merge), _qwen2vl_rope_index(segments, merge))
+
+
+@pytest.mark.parametrize("d, sections", [(128, [16, 24, 24]), (64, [8, 12, 12]), (16, [2, 3, 3])])
+def test_mrope_angles_match_qwen2vls_rotary_embedding(d, sections):
+    from transformers.models.qwen2_vl.modeling_qwen2_vl import Qwen2VLRotaryEmbedding
+
+    config = transformers.Qwen2VLConfig(text_config={"hidden_size": d * 2, "num_attention_heads": 2,
+                                                     "rope_parameters": {"rope_type": "default",
+                                                                         "rope_theta": 10000.0,
+                                                                         "mrope_section": sections}})
+    rotary = Qwen2VLRotaryEmbedding(config.text_config)
+    positions = deployed.mrope_positions([("text", 3), ("image", (2, 4, 6)), ("text", 2)], spatial_merge=2)
+    cos, sin = rotary(torch.zeros(1, dtype=torch.float32), torch.tensor(positions)[:, None, :])
+    angles = deployed.mrope_angles(positions, d, 10000.0, sections)
+    half = np.concatenate([angles, angles], axis=1)  # transformers' half layout
+    np.testing.assert_allclose(cos[0].double().numpy(), np.cos(half), atol=2e-6)
+    np.testing.assert_allclose(sin[0].double().numpy(), np.sin(half), atol=2e-6)
+
+
+def test_mrope_on_text_alone_is_plain_rope():
+    p = np.arange(40)
+    np.testing.assert_allclose(deployed.mrope_angles(np.stack([p, p, p]), 32, 500.0, [4, 6, 6]),
+                               posenc.rope_angles(p, 32, 500.0))
+
+
+# -- DeepSeek's YaRN coefficients -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("factor, mscale, mscale_all_dim", [
+    (40.0, 1.0, 1.0), (40.0, 0.707, 1.0), (4.0, 1.0, 0.707), (16.0, None, None), (1.0, 1.0, 1.0), (8.0, 0.5, None)])
+def test_yarn_attention_factor_with_deepseeks_coefficients_matches_transformers(factor, mscale, mscale_all_dim):
+    params = {"rope_type": "yarn", "rope_theta": 10000.0, "factor": factor,
+              "original_max_position_embeddings": 4096}
+    params.update({k: v for k, v in (("mscale", mscale), ("mscale_all_dim", mscale_all_dim)) if v is not None})
+    config = SimpleNamespace(head_dim=64, hidden_size=256, num_attention_heads=4, max_position_embeddings=4096 * 40,
+                             standardize_rope_params=lambda: None, rope_parameters=params)
+    _, theirs = rope_utils._compute_yarn_parameters(config)
+    assert posenc.yarn_attention_factor(factor, mscale, mscale_all_dim) == pytest.approx(theirs, rel=1e-12)
+
+
+@pytest.mark.parametrize("factor, mscale_all_dim", [(40.0, 1.0), (4.0, 0.707), (1.0, 1.0), (16.0, 0)])
+def test_deepseek_softmax_scale_matches_transformers(factor, mscale_all_dim):
+    from transformers.models.deepseek_v3.modeling_deepseek_v3 import yarn_apply_mscale
+
+    head_dim = 192
+    theirs = yarn_apply_mscale({"rope_type": "yarn", "factor": factor, "mscale_all_dim": mscale_all_dim},
+                               head_dim ** -0.5)
+    assert deployed.deepseek_softmax_scale(head_dim, factor, mscale_all_dim) == pytest.approx(theirs, rel=1e-12)
+
+
+# -- no transformers implementation: the equation, as a loop ---------------------------------------------------------
+
+def test_self_extend_distances_follow_the_papers_equation():
+    for length, g, w in [(40, 4, 8), (33, 3, 5), (17, 1, 4), (25, 8, 2)]:
+        got = deployed.self_extend_distances(length, g, w)
+        for i in range(length):
+            for j in range(length):
+                if j > i:
+                    want = -1
+                elif i - j < w:
+                    want = i - j
+                else:
+                    want = i // g - j // g + w - w // g
+                assert got[i, j] == want, (length, g, w, i, j)
+        # the regimes meet without a gap or a jump back, and grouping with G = 1 is plain RoPE
+        assert np.all(np.diff(got[length - 1, ::-1][: length]) >= 0)
+    plain = deployed.self_extend_distances(20, 1, 4)
+    i, j = np.tril_indices(20)
+    assert np.array_equal(plain[i, j], i - j)
+
+
+def test_self_extend_keeps_the_largest_distance_within_the_trained_range():
+    trained, g, w = 512, 4, 128
+    length = g * (trained - w) + w  # the longest text the paper's bound allows
+    assert deployed.self_extend_distances(length, g, w).max() <= trained
+
+
+def test_logn_attention_scale_is_qwens_list():
+    length = 16
+    qwen = [math.log(i, length) if i > length else 1 for i in range(1, 100)]  # modeling_qwen.py, 1-based i
+    np.testing.assert_allclose(deployed.logn_attention_scale(np.arange(99), length), qwen, rtol=1e-14)
+
+
+@pytest.mark.parametrize("call, words", [
+    (lambda: deployed.proportional_frequencies(64, 1e4, 1.5), "rotary_fraction"),
+    (lambda: deployed.layer_types(0), "n_layers"),
+    (lambda: deployed.mrope_pair_axes(16, [2, 3, 4]), "sum"),
+    (lambda: deployed.mrope_angles(np.zeros((2, 4)), 16), "(3, L)"),
+    (lambda: deployed.self_extend_distances(10, 0, 4), "group_size"),
+    (lambda: deployed.logn_attention_scale([0, 1], 1), "original_max_position"),
+    (lambda: deployed.mrope_positions([("audio", 3)]), "segment"),
+])
+def test_bad_arguments_are_named(call, words):
+    with pytest.raises((ValueError, TypeError), match=words):
+        call()
