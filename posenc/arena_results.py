@@ -1,0 +1,99 @@
+"""The one reader of the extrapolation arena's published results (``posenc.ARENA_RESULTS``, the file the arena
+writes): chapters 5, 8 and 9, their figures and their hidden tests read the numbers through it, so the layout of
+the file is known in one place.
+
+    from posenc.arena_results import ArenaResults
+    runs = ArenaResults()                  # the published file; ArenaResults(a_dict) reads a dict of that layout
+    runs.seeds("alibi", 1024)              # the seeds' losses at L = 1024, float64 (n_seeds,), or None
+    runs.delta("alibi", 1024)              # per seed, the loss at 1024 minus the same model's at L_train
+
+Reading needs numpy and json only (no torch, no arena). It holds no rule of the arena (the verdict between two
+models is an exercise: the kernel that grades it sees posenc), only where each number is stored.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+
+def load(path: str | Path | None = None) -> dict:
+    """The results file as ``json.loads`` returns it (default: ``posenc.ARENA_RESULTS``)."""
+    if path is None:
+        from . import ARENA_RESULTS as path
+    return json.loads(Path(path).read_text())
+
+
+def values(spread: dict | None) -> np.ndarray | None:
+    """One number per seed, in seed order, from a stored spread (its ``"values"``), float64; None for None
+    (a number the file does not have)."""
+    return None if spread is None else np.array(spread["values"], dtype=np.float64)
+
+
+class ArenaResults:
+    """The arena's results, read by model and evaluation length. ``results`` is a dict with the file's layout
+    (``models``, ``summary``, ``seeds``, ``config``, ``eval_lengths``; a part may be missing where nobody reads
+    it); None reads the published file."""
+
+    def __init__(self, results: dict | None = None):
+        self.data = load() if results is None else results
+
+    values = staticmethod(values)
+
+    @property
+    def config(self) -> dict:
+        return self.data["config"]
+
+    @property
+    def summary(self) -> dict:
+        """Per model, its numbers summarised over seeds (``{"loss": {"<L>": spread}, ...}``)."""
+        return self.data["summary"]
+
+    @property
+    def models(self) -> list[str]:
+        return list(self.data["models"])
+
+    @property
+    def train_len(self) -> int:
+        """L_train: the length every model was trained at."""
+        return int(self.config["train_len"])
+
+    @property
+    def n_seeds(self) -> int:
+        """How many seeds (training runs) each model has."""
+        return len(self.data["seeds"])
+
+    @property
+    def eval_lengths(self) -> list[int]:
+        return sorted(int(length) for length in self.data["eval_lengths"])
+
+    def lengths(self, model: str, key: str = "loss") -> list[int]:
+        """The evaluation lengths at which ``model`` has ``key`` (the learned model stops at its table's rows)."""
+        return sorted(int(length) for length in self.summary[model][key])
+
+    def spread(self, model: str, length: int, key: str = "loss") -> dict | None:
+        """The stored summary of ``key`` for ``model`` at ``length`` over the seeds (``{"mean", "sd", "min",
+        "max", "values"}``), or None where the model has none."""
+        return self.summary[model][key].get(str(int(length)))
+
+    def seeds(self, model: str, length: int, key: str = "loss") -> np.ndarray | None:
+        """The seeds' values of ``key`` for ``model`` at ``length``: float64 (n_seeds,), or None where the
+        model has none (the learned table past its rows)."""
+        return values(self.spread(model, length, key))
+
+    def delta(self, model: str, length: int) -> np.ndarray | None:
+        """Delta L per seed: the loss at ``length`` minus the same model's loss at L_train (nats), within each
+        seed; None where the model has no loss at ``length``."""
+        at = self.seeds(model, length)
+        return None if at is None else at - self.seeds(model, self.train_len)
+
+    def per_seed(self, model: str, key: str, length: int) -> list[float | None]:
+        """The raw number ``key`` of ``model`` at ``length`` in each seed's own record (``results["seeds"]``, in
+        the file's seed order), None in a seed that has none."""
+        return [run[model][key].get(str(int(length))) for run in self.data["seeds"].values()]
+
+    def parameters(self, model: str) -> int:
+        """The model's parameter count (the same in every seed)."""
+        return int(next(iter(self.data["seeds"].values()))[model]["parameters"])
