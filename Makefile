@@ -83,8 +83,9 @@ hub: $(STAMP) assets
 lessons: $(STAMP)
 	$(PY) -m autograder release
 
-# The extrapolation arena (arena/): trains one tiny model per positional scheme and seed, plus a RoPE ceiling, on
-# two worker processes, and writes book/data/arena.json, which chapters 8 and 9 read.
+# The extrapolation arena (arena/): trains one tiny model per positional scheme and seed, plus the base sweep and a
+# RoPE ceiling, on two worker processes, and writes book/data/arena.json, which chapters 8 and 9 read. Each model
+# is cached in _build/arena as it finishes: an interrupted run started again trains only the rest.
 arena: $(STAMP)
 	$(PY) -m arena
 

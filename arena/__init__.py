@@ -8,11 +8,11 @@ module:
 =================  ==========================================================================================
 :mod:`.config`     the experiment's settings (:class:`Config`), the smoke settings, the configuration key
 :mod:`.data`       the corpus (training files, held-out files), the evaluation windows
-:mod:`.train`      one model of one scheme and one seed
-:mod:`.evaluate`   per-position losses: every scheme, the RoPE extensions (per-length and fixed scale), dynamic NTK
+:mod:`.train`      one model of one scheme and one seed, and the fine-tuning arm
+:mod:`.evaluate`   per-position and per-window losses, the RoPE extensions, dynamic NTK, the two controls
 :mod:`.table`      what the learned position table learned, against an i.i.d. and a smooth random null
-:mod:`.stats`      means and spreads over seeds, and the rule that calls a difference a difference
-:mod:`.run`        the whole experiment, seeds spread over worker processes, and the results file
+:mod:`.stats`      means and spreads over seeds, and the paired rule that calls a difference a difference
+:mod:`.run`        the whole experiment, pairs spread over worker processes, each cached, and the results file
 :mod:`.check`      a rerun compared number by number with the committed results
 =================  ==========================================================================================
 """
@@ -22,3 +22,4 @@ from pathlib import Path
 from posenc import ARENA_RESULTS
 
 RESULTS: Path = ARENA_RESULTS
+BUILD: Path = Path(__file__).resolve().parent.parent / "_build"  # the course's build area (git-ignored): the cache

@@ -1,18 +1,23 @@
 """``python -m arena`` runs the experiment and writes book/data/arena.json; ``--check`` reruns it and compares
 every number with the committed file instead (exit status 1 on a mismatch, 2 if the file is from another
-configuration); ``--smoke`` runs the same code at tiny size (the test suite's run)."""
+configuration); ``--smoke`` runs the same code at tiny size (the test suite's run).
+
+Each model's numbers are cached as soon as it finishes (in _build/arena, or _build/arena-check for --check),
+so an interrupted run started again trains only what it had not finished; the results file is written only
+when every model is done (exit status 3 while models remain, e.g. after ``--limit``)."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 from pathlib import Path
 
-from . import RESULTS
+from . import BUILD, RESULTS
 from .check import TOLERANCE, compare, report
 from .config import SMOKE, Config
-from .run import run
+from .run import cache_folder, run
 
 
 def main(argv=None) -> int:
@@ -24,9 +29,17 @@ def main(argv=None) -> int:
                         help="re-run and compare every number with the results file instead of writing it")
     parser.add_argument("--against", type=Path, default=RESULTS, help="the results file --check compares with")
     parser.add_argument("--workers", type=int, default=2, help="worker processes (default 2, one per core)")
+    parser.add_argument("--cache", type=Path, default=None,
+                        help=f"where each model's numbers are kept (default {BUILD / 'arena'}, "
+                             f"with --check {BUILD / 'arena-check'})")
+    parser.add_argument("--fresh", action="store_true", help="discard this configuration's cached models first")
+    parser.add_argument("--limit", type=int, default=None,
+                        help="train at most this many models, then stop (a later run resumes)")
     args = parser.parse_args(argv)
     if args.workers < 1:
         parser.error(f"--workers must be at least 1, got {args.workers}")
+    if args.limit is not None and args.limit < 0:
+        parser.error(f"--limit must be at least 0, got {args.limit}")
     config = Config(**SMOKE) if args.smoke else Config()
     if args.check:
         if not args.against.is_file():
@@ -37,11 +50,18 @@ def main(argv=None) -> int:
             print(f"{args.against} was produced by configuration {committed.get('config_key')}, the code's is "
                   f"{config.key()}: run the experiment (make arena) before checking it", file=sys.stderr)
             return 2
-    result = run(config, workers=args.workers, show_progress=not args.smoke)
+    cache = args.cache or BUILD / ("arena-check" if args.check else "arena")
+    if args.fresh:
+        shutil.rmtree(cache_folder(config, cache), ignore_errors=True)
+    result = run(config, workers=args.workers, show_progress=not args.smoke, cache=cache, limit=args.limit,
+                 log=lambda line: print(line, file=sys.stderr))
+    if result is None:
+        return 3
     result["check"] = {"tolerance": TOLERANCE,
                        "rule": "python -m arena --check: |rerun - committed| <= tolerance for each kind of number, "
                                "every other number (parameters, scales, positions, configuration, corpus) equal"}
-    print(f"ran in {result['wall_seconds']:.0f} s wall, {result['cpu_seconds']:.0f} s CPU in the workers "
+    print(f"ran in {result['wall_seconds']:.0f} s wall ({result['machine']['models_from_cache']} models from the "
+          f"cache), {result['cpu_seconds']:.0f} s CPU in the workers over all models "
           f"(load average {result['machine']['load_average_start']} -> {result['machine']['load_average_end']})",
           file=sys.stderr)
     out = args.out or (None if args.check else RESULTS)
