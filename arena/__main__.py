@@ -17,7 +17,7 @@ from pathlib import Path
 from . import BUILD, RESULTS
 from .check import TOLERANCE, compare, report
 from .config import SMOKE, Config
-from .run import cache_folder, run
+from .run import cache_folder, run, to_json
 
 
 def main(argv=None) -> int:
@@ -67,7 +67,7 @@ def main(argv=None) -> int:
     out = args.out or (None if args.check else RESULTS)
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(result, indent=1) + "\n")
+        out.write_text(to_json(result) + "\n")
         print(f"wrote {out}", file=sys.stderr)
     if not args.check:
         return 0

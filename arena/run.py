@@ -87,13 +87,22 @@ def task(config: Config, seed: int, name: str) -> tuple[int, str, dict]:
     model = train(spec, train_data, len(vocab), config, seed, on_step=_on_step)
     spent = {"train_seconds": time.perf_counter() - wall, "train_cpu_seconds": time.process_time() - cpu}
     rows = spec.train_len if spec.scheme == "learned" else config.window  # a learned table has no rows past it
+
+    def lap(part):  # CPU seconds of each part of the evaluation, to see where the time goes
+        spent[f"{part}_cpu_seconds"] = time.process_time() - cpu - sum(
+            v for k, v in spent.items() if k.endswith("cpu_seconds"))
+
     losses = evaluate.position_losses(model, windows, rows)
-    numbers = {"parameters": parameter_count(model), **evaluate.summary(losses, config),
-               "probe": evaluate.copy_probe(model, windows, config, upto=rows)}
+    numbers = {"parameters": parameter_count(model), **evaluate.summary(losses, config)}
+    lap("evaluate")
+    numbers["probe"] = evaluate.copy_probe(model, windows, config, upto=rows)
+    lap("probe")
     if rows > config.train_len:
         numbers["truncated"] = evaluate.summary(evaluate.truncated_losses(model, windows, config), config)
+        lap("truncated")
     if name == "rope":
         numbers["extensions"] = evaluate.rope_extensions(model, windows, losses, config, spec.rope_base)
+        lap("extensions")
         numbers["finetuned"] = {}
         for method in config.finetune_methods:
             tuned = finetune(model, method, spec.rope_base, train_data, config, seed, on_step=_on_step)
@@ -101,6 +110,7 @@ def task(config: Config, seed: int, name: str) -> tuple[int, str, dict]:
                 **evaluate.summary(evaluate.position_losses(tuned, windows, config.window), config),
                 "probe": evaluate.copy_probe(tuned, windows, config, upto=config.window),
                 "scale": float(config.finetune_multiple)}
+        lap("finetune")
     if spec.scheme == "learned":
         weights = model.learned.weight.detach().double().numpy()
         numbers["table"] = table.analysis(weights, spec.sinusoidal_base, config.table_null_draws, seed)
@@ -109,6 +119,18 @@ def task(config: Config, seed: int, name: str) -> tuple[int, str, dict]:
     spent["seconds"] = time.perf_counter() - wall
     spent["cpu_seconds"] = time.process_time() - cpu
     return seed, name, {**numbers, "timing": spent}
+
+
+def to_json(value, depth: int = 0) -> str:
+    """``value`` as JSON indented by one space per level, as ``json.dumps(value, indent=1)`` writes it, except
+    that a list of numbers stays on one line: the per-window losses would otherwise take a line per number."""
+    pad, inner = " " * depth, " " * (depth + 1)
+    if isinstance(value, dict) and value:
+        items = [f"{inner}{json.dumps(str(k))}: {to_json(v, depth + 1)}" for k, v in value.items()]
+        return "{\n" + ",\n".join(items) + "\n" + pad + "}"
+    if isinstance(value, (list, tuple)) and value and any(isinstance(v, (dict, list, tuple)) for v in value):
+        return "[\n" + ",\n".join(inner + to_json(v, depth + 1) for v in value) + "\n" + pad + "]"
+    return json.dumps(value)
 
 
 def _save(folder: Path, seed: int, name: str, numbers: dict):

@@ -413,6 +413,10 @@ def test_committed_results_match_the_current_experiment():
     assert result["config_key"] == config.key(), (
         "book/data/arena.json was produced by a different experiment configuration: re-run `make arena`")
     assert result["schema"] == 3 and result["models"] == list(config.models())
+    long = str(config.ceiling_multiple * config.train_len)  # the ceiling beats the short model at its own length
+    beats = stats.paired_verdict(stats.windows(result, CEILING, "windows", long),
+                                 stats.windows(result, "rope", "windows", long))
+    assert beats["verdict"] == "lower", f"the ceiling is not a ceiling at {long}: {beats}"
     assert result["corpus"]["sha256"] == data.corpus(config)["sha256"], "the corpus differs from the results'"
     assert len(result["seeds"]) >= 5
     # the work itself, independent of what else the machine ran meanwhile: the workers' CPU time spread over the
@@ -482,3 +486,12 @@ def test_the_cache_key_covers_every_posenc_module_the_numbers_come_from():
                     seen.add(name)
                     todo.append(root / "posenc" / f"{name}.py")
     assert seen and seen <= set(arena.run.POSENC_MODULES), sorted(seen - set(arena.run.POSENC_MODULES))
+
+
+def test_results_are_written_as_json_with_lists_of_numbers_on_one_line():
+    from arena.run import to_json
+
+    value = {"windows": {"8": [2.1234, 2.5, None]}, "nested": [[0.1, 0.2], [0.3]], "empty": [], "none": {}, "s": "x"}
+    text = to_json(value)
+    assert json.loads(text) == value
+    assert '"8": [2.1234, 2.5, null]' in text and "   [0.1, 0.2]" in text
