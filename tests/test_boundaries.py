@@ -201,3 +201,18 @@ def test_a_way_around_the_block_on_the_reference_is_in_the_notes_column(tmp_path
     nbformat.write(nb, folder / f"{chapter}.ipynb")
     notes = report.reference_notes(chapter, "eve", cfg)
     assert len(notes) == 1 and notes[0].startswith("SCAN ") and "around the block" in notes[0], notes
+
+
+# -- the files kept ------------------------------------------------------------------------------------------
+
+def test_a_feedback_folder_keeps_its_page_and_what_release_feedback_reads(tmp_path):
+    from autograder.commands import feedback
+
+    folder = tmp_path / "feedback" / "eve" / "ch"
+    (folder / "sub").mkdir(parents=True)
+    for name in ("ch.html", "timestamp.txt", "submission_secret.txt", "data.bin", "sub/x.txt", "sub/ch.html"):
+        (folder / name).write_text("x")
+    (folder / "link").symlink_to(tmp_path)
+    feedback.prune(folder, "ch")
+    assert sorted(p.name for p in folder.rglob("*")) == ["ch.html", "submission_secret.txt", "timestamp.txt"]
+    assert tmp_path.is_dir()  # (the link went, not what it pointed at)

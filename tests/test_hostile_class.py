@@ -148,6 +148,19 @@ def test_no_control_character_reaches_the_instructors_terminal(graded):
     assert _controls(out) == [], _controls(out)
 
 
+def test_feedback_folders_hold_the_page_alone(graded):
+    from autograder.commands.feedback import KEPT
+
+    run = subprocess.run(cli_command("feedback", CHAPTER), capture_output=True, text=True, cwd=course.ROOT,
+                         env=cli_env(graded.course), timeout=900)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    assert _controls(run.stdout + run.stderr) == []
+    for student in graded.students:
+        folder = graded.course / "feedback" / student.student / CHAPTER
+        kept = sorted(p.name for p in folder.rglob("*"))
+        assert f"{CHAPTER}.html" in kept and set(kept) <= {f"{CHAPTER}.html", *KEPT}, (student.student, kept)
+
+
 def test_an_oversize_folder_costs_only_its_student_one_line(graded):
     lines = [line for line in graded.run.stdout.splitlines() if line.startswith("ERROR")]
     assert len(lines) == 1 and "oversize" in lines[0] and "MiB" in lines[0], lines

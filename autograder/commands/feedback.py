@@ -36,15 +36,20 @@ def feedback(assignments=None, out=print) -> int:
     return status
 
 
+# What nbgrader's release_feedback reads beside the page: the submission's time and the secret that names the
+# page in the exchange (without them it cannot return that student's feedback).
+KEPT = ("timestamp.txt", "submission_secret.txt")
+
+
 def prune(folder: Path, assignment: str) -> None:
-    """Leave only the feedback page in a student's feedback folder. nbgrader copies every other file of the
-    autograded folder there too: the student's own files, which they have, and which would cost the course
-    folder their size once more."""
-    page = f"{assignment}.html"
+    """Leave only the feedback page (and nbgrader's two files, ``KEPT``) in a student's feedback folder. nbgrader
+    copies every other file of the autograded folder there too: the student's own files, which they have, and
+    which would cost the course folder their size once more."""
+    keep = {f"{assignment}.html", *KEPT}
     for parent, dirs, files in os.walk(folder, topdown=False):
         for entry in files:
             path = Path(parent) / entry
-            if not (Path(parent) == folder and entry == page):
+            if not (Path(parent) == folder and entry in keep):
                 path.unlink()
         for entry in dirs:
             path = Path(parent) / entry
