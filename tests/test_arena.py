@@ -494,4 +494,4 @@ def test_results_are_written_as_json_with_lists_of_numbers_on_one_line():
     value = {"windows": {"8": [2.1234, 2.5, None]}, "nested": [[0.1, 0.2], [0.3]], "empty": [], "none": {}, "s": "x"}
     text = to_json(value)
     assert json.loads(text) == value
-    assert '"8": [2.1234, 2.5, null]' in text and "   [0.1, 0.2]" in text
+    assert '"8": [2.1234, 2.5, null]' in text and "\n  [0.1, 0.2],\n" in text
