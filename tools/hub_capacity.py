@@ -21,7 +21,9 @@ autograder.checks`` in it over the kernel's websocket (with ``--torch``, ``impor
 - the machine: memory available, swap used, the load average;
 - the hub: the latency of its REST API (``GET /hub/api/``, 20 requests) and of a logged-in page (``GET
   /hub/home``), and the memory of its processes (JupyterHub, its proxy, the idle culler);
-- the kernels: the round trip of a small execute request (``sum(range(10**5))``) on every student's kernel in turn.
+- the kernels: the round trip of a small execute request (``sum(range(10**5))``) on every student's kernel in turn,
+  and a cell that keeps a core busy for a moment run by one kernel alone, then by every kernel at once (a class
+  pressing Run together: the machine's cores are shared, so that time grows with the class).
 
 It stops early, before the next step, when memory available falls under ``--min-available`` (fraction of the
 total), the hub's API median exceeds ``--max-api-ms`` or the execute round trip's median exceeds
@@ -63,6 +65,9 @@ from hub_harness import ROOT, VENV_BIN, Hub, closed_to_students, free_port, proc
 COURSE_IMPORT = "import numpy, posenc, autograder.checks"
 TORCH_IMPORT = "import torch"
 PROBE = "sum(range(10**5))"
+# A cell that keeps one core busy for a moment (about 0.3 s here), run by every student's kernel at once: a class
+# pressing Run together, which the machine's cores share
+BUSY = "sum(i * i for i in range(2_000_000))"
 
 
 class Student:
@@ -182,6 +187,14 @@ def measure(hub: Hub, students: list[Student], loop) -> dict:
     api_median, api_max = latency(lambda: requests.get(f"{hub.url}/hub/api/", timeout=60))
     home_median, home_max = latency(lambda: students[0].http.get(f"{hub.url}/hub/home", timeout=60), n=10)
     execs = [loop.run_until_complete(s.execute(PROBE)) * 1000 for s in students]
+    alone = loop.run_until_complete(students[0].execute(BUSY))
+
+    async def together():
+        start = time.monotonic()
+        await asyncio.gather(*(s.execute(BUSY) for s in students))
+        return time.monotonic() - start
+
+    all_at_once = loop.run_until_complete(together())
     vm, swap = psutil.virtual_memory(), psutil.swap_memory()
     return {
         "students": len(students),
@@ -195,14 +208,15 @@ def measure(hub: Hub, students: list[Student], loop) -> dict:
         "hub_api_ms": {"median": api_median, "max": api_max},
         "hub_home_ms": {"median": home_median, "max": home_max},
         "execute_ms": {"median": statistics.median(execs), "max": max(execs)},
+        "busy_cell_alone_s": alone, "busy_cell_all_at_once_s": all_at_once,
     }
 
 
 def table(result: dict) -> str:
     rows = ["| students | PSS per student (MB), median / max | RSS per student (MB) | hub RSS (MB) | "
             "available (GB) | swap used (MB) | /hub/api/ (ms), median / max | /hub/home (ms) | execute (ms), "
-            "median / max | spawn (s), median / max | load (1 min) |",
-            "|---|---|---|---|---|---|---|---|---|---|---|"]
+            "median / max | busy cell alone / all at once (s) | spawn (s), median / max | load (1 min) |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for step in result["steps"]:
         spawn = step.get("spawn_s", {"median": float("nan"), "max": float("nan")})
         rows.append(
@@ -212,6 +226,7 @@ def table(result: dict) -> str:
             f" | {step['hub_api_ms']['median']:.0f} / {step['hub_api_ms']['max']:.0f}"
             f" | {step['hub_home_ms']['median']:.0f} / {step['hub_home_ms']['max']:.0f}"
             f" | {step['execute_ms']['median']:.0f} / {step['execute_ms']['max']:.0f}"
+            f" | {step.get('busy_cell_alone_s', float('nan')):.2f} / {step.get('busy_cell_all_at_once_s', float('nan')):.1f}"
             f" | {spawn['median']:.1f} / {spawn['max']:.1f} | {step['load_average'][0]:.1f} |")
     return "\n".join(rows)
 
