@@ -409,8 +409,54 @@ def each(function, cases) -> list:
     return [function(*case) for case in cases]
 
 
+def each_case(function, cases, judge, *, call=None, calls=None, blocked=(), name=None) -> None:
+    """The hidden-test pattern in one call: the student's ``function`` on every case, all in one request to
+    the kernel (``each``), with ``blocked`` references blocked while it runs (``without``); then, here,
+    ``judge(*case, result)`` on each case in order, which compares the result with posenc's and raises
+    AssertionError in words. The first failure is raised again with its case named first: ``name(*case)``, or
+    "case 3 of 20". ``cases`` are tuples (drawn from ``rng``); the student's function gets ``case`` itself, or
+    ``call(*case)`` where a case carries more than the call (an expected value computed beforehand). Where a
+    case is judged on several calls (a property: R(a) R(b) = R(a + b)), ``calls(*case)`` lists them and the
+    judge gets their results as a list.
+
+        r = checks.rng(1001)
+        cases = [(r.normal(size=(3, 4)), r.normal(size=(5, 4))) for _ in range(20)]
+
+        def judge(q, k, answer):
+            checks.close(answer, posenc.attention(q, k, k), f"q {q.shape}, k {k.shape}")
+
+        checks.each_case(my_attention, cases, judge, blocked=(posenc.attention,))
+    """
+    if call is not None and calls is not None:
+        raise TypeError("each_case takes call or calls, not both")
+    cases = [tuple(case) for case in cases]
+    if calls is None:
+        grouped = [[case if call is None else tuple(call(*case))] for case in cases]
+    else:
+        grouped = [[tuple(c) for c in calls(*case)] for case in cases]
+    flat = [c for group in grouped for c in group]
+    if blocked:
+        with without(*blocked):
+            results = each(function, flat)
+    else:  # nothing to block: no ``without``, which would check untampered() here, in between
+        results = each(function, flat)
+    if len(results) != len(flat):  # the grading process checks this too; a notebook's own run lands here
+        raise AssertionError(f"{len(results)} results for {len(flat)} calls")
+    start = 0
+    for index, (case, group) in enumerate(zip(cases, grouped, strict=True)):
+        got = results[start:start + len(group)]
+        start += len(group)
+        try:
+            judge(*case, got if calls is not None else got[0])
+        except Tampered:
+            raise
+        except AssertionError as err:
+            where = name(*case) if name is not None else f"case {index + 1} of {len(cases)}"
+            raise AssertionError(f"{where}: {err}") from None
+
+
 # Snapshot of this module's helpers, for untampered(): a notebook that assigns `checks.close = ...` is
 # refused by the grader, which calls checks.untampered() before every test cell.
 _OWN = {name: globals()[name] for name in ("untampered", "close", "equal", "without", "blocked", "rng", "kernel",
-                                               "each", "rounded32")}
+                                               "each", "each_case", "rounded32")}
 _OWN_CODE = {name: fn.__code__ for name, fn in _OWN.items()}
