@@ -104,12 +104,16 @@ class Config:
     finetune_lr: float = 3e-4  # a tenth of the pre-training rate, with warmup finetune_steps // 10 and cosine decay
     # control 1, truncated context: every position past train_len scored with only its last train_len - stride + 1
     # to train_len characters (a sliding window moved by this stride), so a rise past L_train is told apart from
-    # the encoding seeing positions it never trained on
-    truncated_stride: int = 32
+    # the encoding seeing positions it never trained on. Stride 32 costs 2.6 full evaluation passes per model,
+    # 64 (a context of 193 to 256 characters) about half that
+    truncated_stride: int = 64
     # control 2, the copy probe: a span of probe_span characters repeated at the end of a window of each
-    # evaluation length, against the same window whose first span is other text, on probe_windows windows
+    # evaluation length up to probe_max_length, against the same window whose first span is other text, on
+    # probe_windows windows. It stops at 2048 (a copy 2016 characters back, 8 x L_train): the 4096 probe would
+    # cost a full evaluation pass per model, and T5's and ALiBi's passes at 4096 are the slowest of all
     probe_span: int = 32
     probe_windows: int = 16
+    probe_max_length: int = 2048
     seeds: tuple = (0, 1, 2, 3, 4)
     threads: int = 1  # per worker process: OpenMP spin-waits make two threads far slower on a busy 2-core machine
     schemes: tuple = SCHEMES
@@ -129,8 +133,8 @@ class Config:
         if (self.window - self.train_len) % self.truncated_stride or self.truncated_stride > self.train_len:
             raise ValueError(f"truncated_stride must divide window - train_len ({self.window - self.train_len}) "
                              f"and be at most train_len, got {self.truncated_stride}")
-        if not 1 < self.probe_span <= self.train_len // 2 or self.probe_windows > self.eval_windows:
-            raise ValueError(f"probe_span must be in 2 .. train_len / 2 and probe_windows at most eval_windows, "
+        if not 1 < self.probe_span <= self.train_len // 2 or not 1 < self.probe_windows <= self.eval_windows:
+            raise ValueError(f"probe_span must be in 2 .. train_len / 2 and probe_windows in 2 .. eval_windows, "
                              f"got {self.probe_span}, {self.probe_windows}")
         for multiple in (self.ceiling_multiple, self.finetune_multiple):
             if self.batch % multiple:

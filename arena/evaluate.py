@@ -213,7 +213,7 @@ def truncated_losses(model, windows: np.ndarray, config: Config, batch: int = 16
 @torch.no_grad()
 def copy_probe(model, windows: np.ndarray, config: Config, upto: int) -> dict:
     """Control 2: does the model use text further back than L_train? For each evaluation length L (up to
-    ``upto``, at least twice the span), the last ``probe_span`` characters of the first L + 1 of each of the
+    ``upto`` and ``probe_max_length``, at least twice the span), the last ``probe_span`` characters of the first L + 1 of each of the
     first ``probe_windows`` windows are replaced by a copy of characters 1 .. span (``copy``), and, in the
     control, characters 1 .. span are themselves replaced by another window's (``control``): the same text at
     the same positions, except that the control's end has no earlier copy. The loss is taken over the copy's
@@ -223,7 +223,7 @@ def copy_probe(model, windows: np.ndarray, config: Config, upto: int) -> dict:
     span, n = config.probe_span, config.probe_windows
     out = {}
     for L in config.eval_lengths:
-        if L > upto or L < 2 * span:
+        if L > min(upto, config.probe_max_length) or L < 2 * span:
             continue
         copy = windows[:n, : L + 1].copy()
         copy[:, L + 1 - span:] = copy[:, 1:1 + span]

@@ -68,7 +68,7 @@ def test_smoke_run_end_to_end_resumed_and_its_check(tmp_path, capsys):
             assert per_window.mean(1) == pytest.approx(entry["values"], abs=1e-4)
             assert "windows" not in summary[name]
         probe = result["seeds"]["0"][name]["probe"]
-        upto = config.train_len if name == "learned" else config.window
+        upto = min(config.train_len if name == "learned" else config.window, config.probe_max_length)
         assert [int(L) for L in probe] == [L for L in config.eval_lengths if 2 * config.probe_span <= L <= upto]
         for L, p in probe.items():
             assert p["distance"] == int(L) - config.probe_span and len(p["copy"]) == config.probe_windows
@@ -258,6 +258,8 @@ def test_copy_probe_places_the_copy_and_gains_nothing_for_a_model_that_reads_not
     assert probe["32"]["gain"] == 0 and probe["32"]["copy"] == [pytest.approx(np.log(20), abs=1e-4)] * 2
     real = evaluate.copy_probe(_tiny_model(max_len=64), windows, config, upto=64)
     assert [p["distance"] for p in real.values()] == [12, 28, 60]
+    shorter = Config(**{**SMOKE, "probe_max_length": 32})
+    assert list(evaluate.copy_probe(Uniform(), windows, shorter, upto=64)) == ["16", "32"]
 
 
 def test_config_refuses_untrained_t5_buckets_and_held_out_files_in_training():
