@@ -30,8 +30,8 @@ def main(argv=None) -> int:
     parser.add_argument("--against", type=Path, default=RESULTS, help="the results file --check compares with")
     parser.add_argument("--workers", type=int, default=2, help="worker processes (default 2, one per core)")
     parser.add_argument("--cache", type=Path, default=None,
-                        help=f"where each model's numbers are kept (default {BUILD / 'arena'}, "
-                             f"with --check {BUILD / 'arena-check'})")
+                        help="where each model's numbers are kept (default the checkout's _build/arena, with "
+                             "--check _build/arena-check)")
     parser.add_argument("--fresh", action="store_true", help="discard this configuration's cached models first")
     parser.add_argument("--limit", type=int, default=None,
                         help="train at most this many models, then stop (a later run resumes)")

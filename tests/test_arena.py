@@ -52,6 +52,10 @@ def test_smoke_run_end_to_end_resumed_and_its_check(tmp_path, capsys):
     assert result["model_specs"]["sinusoidal_base200"]["sinusoidal_base"] == 200.0
     assert set(result["seeds"]) == {str(s) for s in config.seeds}
     lengths = [str(L) for L in config.eval_lengths]
+    from posenc.arena_results import ArenaResults  # the chapters' reader reads the new layout
+    runs = ArenaResults(result)
+    assert runs.seeds("alibi", config.window).tolist() == result["summary"]["alibi"]["loss"][lengths[-1]]["values"]
+    assert runs.per_seed("rope", "windows", config.window)[0] == result["seeds"]["0"]["rope"]["windows"][lengths[-1]]
     train = str(config.train_len)
     summary = result["summary"]
     for name in result["models"]:
