@@ -57,7 +57,8 @@ from pathlib import Path
 import psutil
 import requests
 from tornado.httpclient import HTTPRequest
-from tornado.websocket import websocket_connect
+from tornado.iostream import StreamClosedError
+from tornado.websocket import WebSocketClosedError, websocket_connect
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from hub_harness import ROOT, VENV_BIN, Hub, closed_to_students, free_port, processes_of, unix_users  # noqa: E402
@@ -79,6 +80,7 @@ class Student:
         self.kernel = None
         self.ws = None
         self.session = uuid.uuid4().hex
+        self.reconnects: list[str] = []  # why the websocket had closed, each time it was opened again
 
     def log_in_and_spawn(self, timeout: float) -> float:
         """The login form, as a browser posts it; then wait until the user's JupyterLab answers. Seconds taken."""
@@ -105,6 +107,10 @@ class Student:
     async def start_kernel(self) -> None:
         spec = self._api("GET", "kernelspecs")["default"]
         self.kernel = self._api("POST", "kernels", json={"name": spec})["id"]
+        await self.connect()
+
+    async def connect(self) -> None:
+        """The kernel's websocket, opened (again) as JupyterLab opens it."""
         cookies = "; ".join(f"{c.name}={c.value}" for c in self.http.cookies)
         xsrf = self.http.cookies.get("_xsrf", path=f"/user/{self.name}/") or ""
         url = (self.hub_url.replace("http://", "ws://")
@@ -121,12 +127,20 @@ class Student:
                    "content": {"code": code, "silent": False, "store_history": False, "user_expressions": {},
                                "allow_stdin": False, "stop_on_error": True}}
         start = time.monotonic()
-        await self.ws.write_message(json.dumps(message))
+        try:
+            await self.ws.write_message(json.dumps(message))
+        except (WebSocketClosedError, StreamClosedError):
+            # closed while this script was not reading it (between steps the event loop does not run, so the
+            # server's pings go unanswered): JupyterLab reconnects, and so does this
+            self.reconnects.append(f"{self.ws.close_code} {self.ws.close_reason}")
+            await self.connect()
+            start = time.monotonic()
+            await self.ws.write_message(json.dumps(message))
         error = None
         while True:
             raw = await asyncio.wait_for(self.ws.read_message(), timeout)
             if raw is None:
-                raise RuntimeError(f"{self.name}'s kernel websocket closed")
+                raise RuntimeError(f"{self.name}'s kernel websocket closed: {self.ws.close_code} {self.ws.close_reason}")
             reply = json.loads(raw)
             if reply.get("parent_header", {}).get("msg_id") != msg_id:
                 continue
@@ -209,6 +223,7 @@ def measure(hub: Hub, students: list[Student], loop) -> dict:
         "hub_home_ms": {"median": home_median, "max": home_max},
         "execute_ms": {"median": statistics.median(execs), "max": max(execs)},
         "busy_cell_alone_s": alone, "busy_cell_all_at_once_s": all_at_once,
+        "websocket_reconnects": sorted(r for s in students for r in s.reconnects),
     }
 
 
@@ -231,13 +246,44 @@ def table(result: dict) -> str:
     return "\n".join(rows)
 
 
+def guide_table(course: dict, torch: list[dict]) -> str:
+    """The table of hub/README.md ("How many students"): the course's run beside the runs with torch, by class size;
+    a size only the torch runs reached has its course columns empty."""
+    by_size = {step["students"]: step for step in course["steps"]}
+    torch_steps = {}
+    for result in torch:  # (a size measured in two runs: the first run's)
+        for step in result["steps"]:
+            torch_steps.setdefault(step["students"], step)
+    rows = ["| students | memory per student, course (PSS, MB) | with torch | available, course / torch (GB) | "
+            "`/hub/api/` median (ms) | `/hub/home` median (ms) | small cell's round trip, median (ms) | "
+            "login to JupyterLab, median (s) |", "|---" * 8 + "|"]
+
+    def pair(key, fmt, scale=1.0, sub="median"):
+        def one(step):
+            if step is None:
+                return "–"
+            value = step[key][sub] if isinstance(step[key], dict) else step[key]
+            return format(value * scale, fmt)
+        return f"{one(c)} / {one(t)}"
+
+    for size in sorted(set(by_size) | set(torch_steps)):
+        c, t = by_size.get(size), torch_steps.get(size)
+        rows.append(f"| {size} | {'–' if c is None else format(c['pss_per_student_mb']['median'], '.0f')}"
+                    f" | {'–' if t is None else format(t['pss_per_student_mb']['median'], '.0f')}"
+                    f" | {pair('available_mb', '.1f', 1e-3)} | {pair('hub_api_ms', '.0f')} | {pair('hub_home_ms', '.0f')}"
+                    f" | {pair('execute_ms', '.0f')} | {pair('spawn_s', '.0f')} |")
+    return "\n".join(rows)
+
+
 def run(args) -> dict:
     imports = COURSE_IMPORT + ("; " + TORCH_IMPORT if args.torch else "")
     levels = sorted(set(args.students))
     tag, shared = secrets.token_hex(2), secrets.token_hex(8)
     instructor = f"pc{tag}t"
     names = [f"pc{tag}s{i:02d}" for i in range(levels[-1])]
-    result = {"date": datetime.date.today().isoformat(), "command": " ".join(["tools/hub_capacity.py", *sys.argv[1:]]),
+    command = ["sudo", ".venv/bin/python", "tools/hub_capacity.py", "--students", *map(str, args.students),
+               *(["--torch"] if args.torch else [])]  # (what was measured, without where it was written)
+    result = {"date": datetime.date.today().isoformat(), "command": " ".join(command),
               "imports": imports, "cpus": os.cpu_count(), "memory_gb": round(psutil.virtual_memory().total / 2**30, 1),
               "machine": platform.machine(), "steps": [], "stopped": None}
     base = Path(tempfile.mkdtemp(prefix="posenc-capacity-"))
