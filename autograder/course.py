@@ -92,6 +92,9 @@ def source_notebook(assignment: str) -> Path:
         with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, prefix=".", suffix=".tmp",
                                          encoding="utf-8") as tmp:
             tmp.write(text)
+        # the markdown's own permissions (a temporary file is made 0600: the instructor's account on the hub, which
+        # reads solutions/ through its group, could not read the notebook nbgrader grades from)
+        os.chmod(tmp.name, markdown.stat().st_mode & 0o777)
         os.replace(tmp.name, path)
     return path
 
