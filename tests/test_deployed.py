@@ -10,13 +10,12 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+import torch
+import transformers
+from transformers import modeling_rope_utils as rope_utils
 
 import posenc
 from posenc import deployed
-
-torch = pytest.importorskip("torch")
-transformers = pytest.importorskip("transformers")
-rope_utils = pytest.importorskip("transformers.modeling_rope_utils")
 
 RNG = np.random.default_rng(20261127)
 
