@@ -3,9 +3,9 @@
 The three ``hf_*`` functions below re-state, step by step in torch, what transformers 5.x computes in
 ``modeling_rope_utils`` (``_compute_dynamic_ntk_parameters``, ``_compute_yarn_parameters``,
 ``_compute_llama3_parameters``), config handling included (a ``factor`` of None, an explicit
-``attention_factor``, ``mscale``/``mscale_all_dim``, ``truncate``). transformers is not a dependency of the
-course, so the comparison is against these transcriptions, run in float64 (to compare formulas to 1e-12)
-and in float32 (the dtype transformers uses, to show the gap is rounding only).
+``attention_factor``, ``mscale``/``mscale_all_dim``, ``truncate``), run in float64 (to compare formulas to
+1e-12) and in float32 (the dtype transformers uses, to show the gap is rounding only). The functions themselves,
+imported from transformers, are compared with posenc in tests/test_rope_init_transformers.py.
 """
 
 import math
