@@ -51,6 +51,18 @@ from .scaling import (
     yarn_ramp_paper,
 )
 from .sinusoidal import frequencies, shift_matrix, sinusoidal, sinusoidal_dot, wavelengths
+from .deployed import (
+    deepseek_softmax_scale,
+    layer_types,
+    llama4_attention_scale,
+    logn_attention_scale,
+    mrope_angles,
+    mrope_pair_axes,
+    mrope_positions,
+    mrope_vision_positions,
+    proportional_frequencies,
+    self_extend_distances,
+)
 
 # Torch is imported only by the parts that need it (about 2 s of CPU at start-up): these names load on
 # first use, so a notebook that never touches them never imports torch.
@@ -83,4 +95,7 @@ __all__ = [
     "yarn_attention_factor", "yarn_correction_range", "yarn_ramp", "yarn_ramp_paper", "llama3", "longrope",
     "longrope_attention_factor", "base_context_bound", "METHODS",
     "softmax", "causal_mask", "positions_from_mask", "attention", "permutation_matrix",
+    "proportional_frequencies", "layer_types", "llama4_attention_scale", "logn_attention_scale",
+    "self_extend_distances", "mrope_pair_axes", "mrope_angles", "mrope_vision_positions", "mrope_positions",
+    "deepseek_softmax_scale",
 ]
