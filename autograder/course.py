@@ -96,6 +96,9 @@ def source_notebook(assignment: str) -> Path:
         # reads solutions/ through its group, could not read the notebook nbgrader grades from)
         os.chmod(tmp.name, markdown.stat().st_mode & 0o777)
         os.replace(tmp.name, path)
+    readable = markdown.stat().st_mode & 0o444  # (a notebook written before, or made read-only since, is opened)
+    if path.stat().st_mode & readable != readable:
+        os.chmod(path, (path.stat().st_mode | readable) & 0o7777)
     return path
 
 
