@@ -60,7 +60,8 @@ class GraderTimeout(ChannelFailure):
     """The grader's own work on the values the kernel sent (decoding, comparing) outlasted the cell's time."""
 
 
-WATCH_GRACE = 1.0  # seconds the grader's timer waits past the channel's deadline (which governs waiting)
+WATCH_GRACE = 1.0  # seconds the grader's timer waits past the channel's deadline (which governs waiting); at most
+#                   the cell's own time again
 
 
 def _critical(frame) -> bool:
@@ -385,7 +386,7 @@ def judge(source: str, setup: list[str], channel: Channel, salt: int | None,
     namespace = {"__name__": "__grader__", "__builtins__": builtins}
     exec(prepared.setup, namespace)
     stage = "visible"
-    watch = channel.watch = _Watch(None if seconds is None else seconds + WATCH_GRACE)
+    watch = channel.watch = _Watch(None if seconds is None else seconds + min(WATCH_GRACE, seconds))
     try:
         with watch.running():
             names = list(prepared.names)
