@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from autograder import verdict, wire
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 import book_build  # noqa: E402  (tools/book_build.py: the strict flags and the TOC's pages, for the tools too)
@@ -256,3 +258,19 @@ def where_the_course_is(venv: Path, cwd: Path) -> tuple[Path, Path]:
     assert done.returncode == 0, done.stdout + done.stderr
     module, results = done.stdout.split()
     return Path(module), Path(results)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# A kernel stand-in for verdict.judge
+
+class DescribesThenForges(verdict.Channel):
+    """Says every name the test reads is a callable, then answers every call with ``value``."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def request(self, payload):
+        request = wire.loads(payload)
+        if request["op"] == "describe":
+            return wire.dumps({"ok": True, "value": {n: {"kind": "callable"} for n in request["names"]}})
+        return wire.dumps({"ok": True, "value": self.value})

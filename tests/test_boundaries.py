@@ -17,6 +17,7 @@ import pytest
 
 from autograder import checks, printable, report, verdict, wire
 from autograder.commands import export
+from support import DescribesThenForges
 
 # -- what the grader decodes ----------------------------------------------------------------------------------
 
@@ -65,26 +66,13 @@ def test_the_whole_largest_payload_decodes_within_the_cap():
 
 # -- the grader's own time on a test cell ---------------------------------------------------------------------
 
-class Describes(verdict.Channel):
-    """A kernel whose every name is a function returning ``value``."""
-
-    def __init__(self, value):
-        self.value = value
-
-    def request(self, payload):
-        request = wire.loads(payload)
-        if request["op"] == "describe":
-            return wire.dumps({"ok": True, "value": {n: {"kind": "callable"} for n in request["names"]}})
-        return wire.dumps({"ok": True, "value": self.value})
-
-
 SETUP = ["import numpy as np", "import posenc", "from autograder import checks"]
 
 
 def test_the_graders_own_work_on_a_cell_is_bounded_by_the_cells_time():
     # work in the grading process that never ends (what a reply built to be slow to compare would cost)
     cell = "value = answer()\nwhile True:\n    value = [value]\n    value = value[0]\n"
-    decided = verdict.judge(cell, SETUP, Describes(1.0), salt=1, seconds=0.3)
+    decided = verdict.judge(cell, SETUP, DescribesThenForges(1.0), salt=1, seconds=0.3)
     assert not decided.passed and decided.ename == "GraderTimeout", decided
     assert "took longer than" in decided.message
 
@@ -94,7 +82,7 @@ def test_a_timeout_inside_a_blocked_reference_leaves_posenc_whole():
             "    while True:\n"
             "        answer()\n")
     before = posenc.sinusoidal(4, 8)
-    decided = verdict.judge(cell, SETUP, Describes(0.0), salt=1, seconds=0.3)
+    decided = verdict.judge(cell, SETUP, DescribesThenForges(0.0), salt=1, seconds=0.3)
     assert not decided.passed and decided.ename == "GraderTimeout", decided
     assert np.array_equal(posenc.sinusoidal(4, 8), before)  # the reference is restored
     assert checks.blocked_now() == []
@@ -102,8 +90,8 @@ def test_a_timeout_inside_a_blocked_reference_leaves_posenc_whole():
 
 def test_a_cell_within_its_time_is_not_touched_by_the_timer():
     cell = "checks.close(answer(), 2.0, 'answer()')\n"
-    assert verdict.judge(cell, SETUP, Describes(2.0), salt=1, seconds=5).passed
-    assert not verdict.judge(cell, SETUP, Describes(3.0), salt=1, seconds=5).passed
+    assert verdict.judge(cell, SETUP, DescribesThenForges(2.0), salt=1, seconds=5).passed
+    assert not verdict.judge(cell, SETUP, DescribesThenForges(3.0), salt=1, seconds=5).passed
 
 
 # -- what reaches a person -------------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from autograder import checks, course, verdict, wire
 from autograder.liveness import demo_cells_to_skip
 from autograder.preprocessors.restore_imports import setup_imports
 from autograder.process_channel import ProcessChannel
+from support import DescribesThenForges
 
 CHAPTERS = course.assignments()
 
@@ -286,19 +287,6 @@ def test_forged_replies_fail_every_test_cell(name):
             decided = verdict.judge(source, setup, Forger(text), salt=1)
             assert not decided.passed, f"{name} {gid} passed on forged replies: {forgery}"
             assert decided.message or decided.ename
-
-
-class DescribesThenForges(verdict.Channel):
-    """Says every name the test reads is a callable, then answers every call with ``value``."""
-
-    def __init__(self, value):
-        self.value = value
-
-    def request(self, payload):
-        request = wire.loads(payload)
-        if request["op"] == "describe":
-            return wire.dumps({"ok": True, "value": {n: {"kind": "callable"} for n in request["names"]}})
-        return wire.dumps({"ok": True, "value": self.value})
 
 
 @pytest.mark.parametrize("name", CHAPTERS)
