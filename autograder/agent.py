@@ -11,7 +11,8 @@ A request is one of:
 * ``run``: define a function the test cell marked ``@checks.kernel`` (its source, sent by the grader) in a
   copy of the notebook's namespace and call it;
 * ``each``: call the notebook's function (or a ``run`` function, when the source comes along) once per case,
-  in one request (``checks.each``), and reply with the list of results.
+  in one request (``checks.each``), and reply with the list of results: of the first cases only when the
+  results of all would not fit in one reply (``wire.MAX_BYTES``), and the grader asks again for the rest.
 
 Arguments and results travel as ``autograder.wire`` values, never pickles. Everything here runs in the
 student's process and can be replaced by the student's code: nothing it says is trusted. The grader only
@@ -19,6 +20,8 @@ uses what it returns as the student's answers, and checks them against posenc in
 """
 
 from __future__ import annotations
+
+import json
 
 from . import wire
 
@@ -66,6 +69,24 @@ def _describe(names, namespace: dict) -> dict:
     return found
 
 
+EACH_BYTES = wire.MAX_BYTES - (64 << 10)  # the results of one ``each`` reply (room left for the reply around them)
+
+
+def _each(target, cases) -> list:
+    """``target`` on the cases in order, each result encoded as it comes; stops at the case whose result
+    would take the reply past ``EACH_BYTES`` and leaves it out (the grader sends it and the cases after it
+    again, so that case runs twice). The first result always goes, so a single result too large to send fails
+    alone, in words."""
+    results, size = [], 0
+    for case in cases:
+        tree = wire.encode(target(*case))
+        size += len(json.dumps(tree)) + 2
+        if results and size > EACH_BYTES:
+            break
+        results.append(wire.Encoded(tree))
+    return results
+
+
 def _call(request: dict, namespace: dict):
     if "source" in request:  # a function of the test cell (op "run", or "each" over one)
         scope = dict(namespace)
@@ -76,7 +97,7 @@ def _call(request: dict, namespace: dict):
     if request["op"] == "each":
         cases = [[_unstore(a) for a in case] for case in request["cases"]]
         with _blocked(request.get("blocked", [])):
-            return [target(*case) for case in cases]
+            return _each(target, cases)
     args = [_unstore(a) for a in request.get("args", ())]
     kwargs = {k: _unstore(v) for k, v in request.get("kwargs", {}).items()}
     with _blocked(request.get("blocked", [])):
@@ -97,17 +118,20 @@ def handle(text: str, namespace: dict | None = None) -> dict:
                 "message": str(exc)[:4000]}
 
 
+def reply(text: str, namespace: dict | None = None) -> str:
+    """The wire text of :func:`handle`'s reply; an answer that cannot be sent (too large) is an error in words."""
+    try:
+        return wire.dumps(handle(text, namespace))
+    except (wire.WireError, ValueError) as exc:
+        return wire.dumps({"ok": False, "type": "WireError", "module": "autograder.wire",
+                           "message": f"the answer cannot be sent to the grader: {exc}"})
+
+
 def _on_open(comm, open_msg) -> None:
     """Answer every message on the grader's comm with the reply to the request it carries."""
     @comm.on_msg
     def _reply(msg):
-        request = msg.get("content", {}).get("data", {}).get("request")
-        try:
-            payload = wire.dumps(handle(request))
-        except (wire.WireError, ValueError) as exc:
-            payload = wire.dumps({"ok": False, "type": "WireError", "module": "autograder.wire",
-                                  "message": f"the answer cannot be sent to the grader: {exc}"})
-        comm.send({"reply": payload})
+        comm.send({"reply": reply(msg.get("content", {}).get("data", {}).get("request"))})
 
 
 def load_ipython_extension(shell) -> None:

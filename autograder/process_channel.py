@@ -68,7 +68,7 @@ def _serve() -> None:
     stdout.write(_frame(b"ready"))
     stdout.flush()
     while (request := _read(stdin)) is not None:
-        stdout.write(_frame(wire.dumps(agent.handle(request.decode(), namespace)).encode()))
+        stdout.write(_frame(agent.reply(request.decode(), namespace).encode()))
         stdout.flush()
 
 

@@ -314,18 +314,23 @@ class RemoteFunction:
                          kwargs={k: pack(v) for k, v in kwargs.items()})
 
     def each(self, cases: list[tuple]) -> list:
-        """``[self(*case) for case in cases]`` in one request (``checks.each``): a list of as many results.
-        An argument that several cases share (the same object) is encoded once."""
+        """``[self(*case) for case in cases]`` in one request (``checks.each``): a list of as many results
+        (in more requests when their results would not fit in one reply). An argument that several cases share
+        (the same object) is encoded once."""
         packed = {}
 
         def pack(value):
             if id(value) not in packed:
                 packed[id(value)] = (value, self._channel.pack(value))  # (value kept: its id stays its own)
             return packed[id(value)][1]
-        values = self._ask("each", cases=[[pack(a) for a in case] for case in cases])
-        if not isinstance(values, list) or len(values) != len(cases):
-            raise ChannelFailure(f"the notebook's answer to {len(cases)} calls of {self.__name__} could not be "
-                                 "read: not a list of one result per call")
+        values = []
+        while len(values) < len(cases):  # the kernel answers for the first cases when all would not fit
+            left = cases[len(values):]
+            got = self._ask("each", cases=[[pack(a) for a in case] for case in left])
+            if not isinstance(got, list) or not 0 < len(got) <= len(left):
+                raise ChannelFailure(f"the notebook's answer to {len(left)} calls of {self.__name__} could not "
+                                     "be read: not a list of results, one per call")
+            values += got
         return values
 
     def __repr__(self):

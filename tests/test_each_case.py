@@ -110,3 +110,34 @@ def test_no_hidden_test_hand_writes_the_case_loop(name):
         assert "checks.each(" not in hidden, (
             f"{name} {course.grade_id(cell)}: a hidden test loops over checks.each's results by hand: "
             "use checks.each_case")
+
+
+BIG = ["import numpy as np\n"
+       "calls = []\n"
+       "def ramp(n, shift):\n"
+       "    calls.append(shift)\n"
+       "    return np.arange(n, dtype=np.float64) + shift\n"]
+
+
+def test_results_too_large_for_one_reply_come_in_several():
+    """Hidden cases whose results add up to more than one reply may carry (wire.MAX_BYTES) are answered in
+    several replies, in order (the case that did not fit runs again at the start of the next); a single result too large to send fails alone, in words
+    (a correct student lost chapter 4's points on 13 of 30 draws when the kernel's reply was refused)."""
+    n = 1_000_000  # 8 MB of float64 a result, about 10.7 MB once encoded: two do not fit in one reply
+    cell = ("cases = [(N, s) for s in range(5)]\n"
+            "def judge(n, s, have):\n"
+            "    checks.close(have, np.arange(n) + s, f'ramp({n}, {s})')\n"
+            "checks.each_case(ramp, cases, judge)\n").replace("N", str(n))
+    with ProcessChannel(BIG) as process:
+        channel = Counting(process)
+        decided = verdict.judge("x = 1\n### BEGIN HIDDEN TESTS\n" + cell + "### END HIDDEN TESTS\n",
+                                EACH_SETUP, channel, salt=1)
+        assert decided.passed, decided
+        assert channel.ops == ["describe"] + ["each"] * 5
+        assert verdict.ask(process, {"op": "describe", "names": ["calls"]})["calls"]["value"] == [0, 1, 1, 2, 2, 3, 3, 4, 4]
+    too_big = cell.replace(str(n), str(3 * n))  # 24 MB of float64: one result larger than any reply
+    with ProcessChannel(BIG) as process:
+        decided = verdict.judge("x = 1\n### BEGIN HIDDEN TESTS\n" + too_big + "### END HIDDEN TESTS\n",
+                                EACH_SETUP, process, salt=1)
+    assert not decided.passed and "cannot be sent to the grader" in decided.message \
+        and "larger than 16 MB" in decided.message, decided

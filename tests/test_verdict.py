@@ -419,8 +419,10 @@ def test_each_sends_every_case_in_one_request_and_blocks_references_there():
     assert checks.each(lambda a, b: a + b, [(1, 2), [3, 4]]) == [3, 7]
 
 
-@pytest.mark.parametrize("reply", [[], [1.0], "full marks", None, {"0": 1.0}])
+@pytest.mark.parametrize("reply", [[], [1.0, 2.0, 3.0], "full marks", None, {"0": 1.0}])
 def test_each_refuses_an_answer_that_is_not_one_result_per_case(reply):
+    """(A shorter list is the first cases' results, when all would not fit in one reply: the grader asks again
+    for the rest, tests/test_each_case.py; no results, or more than cases, is no answer.)"""
     class Replies(verdict.Channel):
         def request(self, payload):
             if wire.loads(payload)["op"] == "describe":
