@@ -26,7 +26,7 @@ from autograder import checks, course, verdict
 from autograder.liveness import demo_cells_to_skip
 from autograder.preprocessors.restore_imports import setup_imports
 from autograder.process_channel import ProcessChannel
-from differently_correct import DIFFERENT, FLOAT32_BY_HAND, FLOAT64_PINNED, WARNING_VARIANTS
+from differently_correct import DIFFERENT, FLOAT32_BY_HAND, FLOAT64_PINNED, PLAUSIBLY_WRONG, WARNING_VARIANTS
 from synthetic.student_code import float32, pasted, wrong
 
 CHAPTERS = course.assignments()
@@ -139,6 +139,37 @@ def test_wrong_answers_fail_on_every_draw(name):
     results = judged(name, replacements, salts(DRAWS), only=exercise_tests(name, replacements))
     passed = [f"{gid} with salt {salt}" for gid, draws in results.items() for salt, d in draws if d.passed]
     assert not passed, f"{name}: wrong answers passed:\n" + "\n".join(passed[:10])
+
+
+PLAUSIBLE_DRAWS = 5  # a plausible mistake is a mistake on any draw: a few draws show it, the generic wrong student has 30
+
+
+def plausible_students() -> list[tuple[str, str, str]]:
+    return [(name, sid, label) for name, by_cell in PLAUSIBLY_WRONG.items()
+            for sid, mistakes in by_cell.items() for label in mistakes]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name, sid, label", plausible_students())
+def test_plausible_wrong_answers_lose_their_exercise_on_every_draw(name, sid, label):
+    """The mistakes a student would make (tests/students/chNN.py, PLAUSIBLY_WRONG): on every draw, some test
+    cell of the exercise fails."""
+    results = judged(name, {sid: PLAUSIBLY_WRONG[name][sid][label]}, salts(PLAUSIBLE_DRAWS),
+                     only=exercise_tests(name, [sid]))
+    assert results, f"{name} {sid}: no test cell grades this solution cell"
+    by_salt = {}
+    for gid, draws in results.items():
+        for salt, d in draws:
+            by_salt.setdefault(salt, []).append(d.passed)
+    escaped = [salt for salt, passed in by_salt.items() if all(passed)]
+    assert not escaped, f"{name} {sid}, {label!r}: full marks on draws {escaped}"
+
+
+def test_every_plausible_wrong_answer_names_a_solution_cell_of_its_chapter():
+    for name, by_cell in PLAUSIBLY_WRONG.items():
+        cells = set(synthetic.Assignment.load(name).solution_source)
+        assert set(by_cell) <= cells, f"{name}: no solution cells {sorted(set(by_cell) - cells)}"
+        assert all(mistakes for mistakes in by_cell.values()), f"{name}: an empty list of mistakes"
 
 
 def test_every_pinned_exercise_says_float64_in_its_prompt():

@@ -1,0 +1,157 @@
+"""The students of chapter 05_alibi: correct answers written differently from the model solutions, and
+plausible wrong ones. Assembled for the whole course by tests/differently_correct.py (read its docstring)."""
+
+
+CHAPTER = '05_alibi'
+
+
+# Correct, written differently (loops, lists, math instead of numpy, other formulas, prints): full marks.
+DIFFERENT = {
+    'my_alibi_slopes': r'''import math
+
+def my_alibi_slopes(n_heads):
+    H = int(n_heads)
+    c = 2 ** int(math.floor(math.log2(H)))
+    slopes = [2.0 ** (-8.0 * h / c) for h in range(1, c + 1)]
+    for k in range(1, H - c + 1):
+        slopes.append(2.0 ** (-8.0 * (2 * k - 1) / (2 * c)))
+    return np.array(slopes, dtype=np.float64)
+
+
+slopes_8 = my_alibi_slopes(8)
+slopes_12 = my_alibi_slopes(12)
+''',
+    'last_token_weights': r'''def last_token_weights(scores, m):
+    s = [float(x) for x in scores]
+    L = len(s)
+    logits = [s[j] - m * (L - 1 - j) for j in range(L)]
+    top = max(logits)
+    e = [math.exp(z - top) for z in logits]
+    tot = math.fsum(e)
+    return [x / tot for x in e]
+''',
+    'causal_alibi': r'''def causal_alibi(n_heads, L):
+    slopes = my_alibi_slopes(n_heads)
+    out = np.full((n_heads, L, L), -np.inf)
+    for h in range(n_heads):
+        for i in range(L):
+            for j in range(i + 1):
+                out[h, i, j] = -slopes[h] * (i - j)
+    return out
+''',
+    'fixed_alibi_logits': r'''def fixed_alibi_logits(scores, m, past):
+    rows = [[float(x) for x in row] for row in scores]
+    out = []
+    for r, row in enumerate(rows):
+        i = past + r  # where this query really sits
+        out.append([x - m * (i - j) if j <= i else -math.inf for j, x in enumerate(row)])
+    return out
+''',
+    'slopes_for_spans': r'''def slopes_for_spans(spans, L, mass=0.9):
+    # fixed-point iteration of m = -ln(1 - mass (1 - e^{-mL})) / (D + 1), then Newton polishing
+    def share(m, D):
+        return -math.expm1(-m * (D + 1)) / -math.expm1(-m * L)
+
+    result = []
+    for D in spans:
+        D = int(D)
+        m = -math.log1p(-mass) / (D + 1)
+        for _ in range(100000):
+            new = -math.log1p(-mass * -math.expm1(-m * L)) / (D + 1)
+            if abs(new - m) <= 1e-15 * m:
+                m = new
+                break
+            m = new
+        for _ in range(5):
+            h = 1e-7 * m
+            slope = (share(m + h, D) - share(m - h, D)) / (2 * h)
+            if slope <= 0:
+                break
+            m -= (share(m, D) - mass) / slope
+        result.append(m)
+    return np.array(result)
+
+
+designed = slopes_for_spans([15, 127, 1023, 3000], 4096)
+''',
+    'window_change': r'''def window_change(q, k, v, m, L_train):
+    q = [float(x) for x in q]
+    k = [[float(x) for x in row] for row in k]
+    v = [[float(x) for x in row] for row in v]
+    L, d = len(k), len(q)
+
+    def head(start):
+        logits = [sum(a * b for a, b in zip(q, k[j])) / math.sqrt(d) - m * (L - 1 - j)
+                  for j in range(start, L)]
+        top = max(logits)
+        e = [math.exp(z - top) for z in logits]
+        tot = math.fsum(e)
+        return [math.fsum(e[n] * v[start + n][c] for n in range(len(e))) / tot for c in range(len(v[0]))]
+
+    return max(abs(a - b) for a, b in zip(head(0), head(L - L_train)))
+
+
+draw = np.random.default_rng(2022)  # the data of the measurement: keep it
+q_demo = draw.normal(size=16)
+k_demo, v_demo = draw.normal(size=(2, 4096, 16))
+arena_change = [window_change(q_demo, k_demo, v_demo, m, 256) for m in posenc.alibi_slopes(4)]
+''',
+    'scheme_table': r'''def scheme_table(results):
+    cfg = results["config"]
+    top = sorted(results["eval_lengths"])[-1]
+    seeds = sorted(results["seeds"])
+    out = {}
+    for name in results["models"]:
+        total, count = 0.0, 0
+        for s in seeds:
+            numbers = results["seeds"][s][name]
+            last = numbers["loss_beyond_train"].get(str(top))
+            if last is None:
+                total = math.nan
+            else:
+                total += last - numbers["loss"][str(cfg["train_len"])]
+            count += 1
+        extra = results["seeds"][seeds[0]][name]["parameters"] - results["seeds"][seeds[0]]["none"]["parameters"]
+        out[name] = [extra, total / count]
+    return out
+
+
+arena_table = scheme_table(json.loads(posenc.ARENA_RESULTS.read_text()))
+''',
+    'attention_span': r'''def attention_span(m, L, mass=0.9):
+    denom = -math.expm1(-m * L)
+    for D in range(L):
+        if -math.expm1(-m * (D + 1)) / denom >= mass:
+            return D
+    return L
+''',
+}
+
+
+# Correct, and printing a numpy RuntimeWarning on the way: full marks.
+WARNING_VARIANTS = {
+    'causal_alibi': r'''def causal_alibi(n_heads, L):
+    i = np.arange(L)[:, None]; j = np.arange(L)[None, :]
+    dist = (i - j).astype(float)
+    # log of a mask: log(1) = 0 where allowed, log(0) = -inf in the future (a RuntimeWarning)
+    mask = np.log((j <= i).astype(float))
+    return -my_alibi_slopes(n_heads)[:, None, None] * dist + mask
+''',
+}
+
+
+# Correct in float32 throughout, written by hand (the others: the model solution wrapped in float32).
+FLOAT32_BY_HAND = {
+}
+
+
+# Exercises whose prompt pins float64, with the reason the prompt gives: no float32 student is owed there.
+FLOAT64_PINNED = {
+    'slopes_for_spans': "the prompt asks for a relative accuracy of 1e-8, beyond float32's 7 digits",
+}
+
+
+# Plausible wrong answers, each a solution cell's source with a mistake a student would make: each must lose
+# its exercise's points on every draw ({solution id: {what is wrong: source}}).
+PLAUSIBLY_WRONG = {
+}
