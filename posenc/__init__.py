@@ -56,6 +56,7 @@ from .deployed import (
     layer_types,
     llama4_attention_scale,
     logn_attention_scale,
+    mla_scores,
     mrope_angles,
     mrope_pair_axes,
     mrope_positions,
@@ -97,5 +98,5 @@ __all__ = [
     "softmax", "causal_mask", "positions_from_mask", "attention", "permutation_matrix",
     "proportional_frequencies", "layer_types", "llama4_attention_scale", "logn_attention_scale",
     "self_extend_distances", "mrope_pair_axes", "mrope_angles", "mrope_vision_positions", "mrope_positions",
-    "deepseek_softmax_scale",
+    "deepseek_softmax_scale", "mla_scores",
 ]

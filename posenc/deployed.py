@@ -8,7 +8,8 @@ the pieces today's models add around them:
   (Llama 4: :func:`llama4_attention_scale`);
 * **partial rotation**: only part of each head rotates (:func:`proportional_frequencies`, the p-RoPE of
   Barbero et al. 2024 as Gemma 4 configures it; GPT-NeoX's ``rotary_pct`` is :func:`posenc.apply_rope`'s
-  ``rotary_dim``);
+  ``rotary_dim``), and MLA's decoupled RoPE key beside an unrotated latent key (DeepSeek-V2/V3:
+  :func:`mla_scores`);
 * **positions that are not a line**: Qwen2-VL's multimodal RoPE, M-RoPE (:func:`mrope_positions`,
   :func:`mrope_angles`);
 * **training-free remapping and length-dependent temperature**: Self-Extend's grouped positions
@@ -26,7 +27,7 @@ import math
 import numpy as np
 
 from . import _validate
-from .rope import rope_frequencies
+from .rope import apply_rope, rope_frequencies
 
 AXES = ("temporal", "height", "width")
 
@@ -216,3 +217,32 @@ def deepseek_softmax_scale(head_dim, scale=1.0, mscale_all_dim=0.0) -> float:
     if not mscale_all_dim or s <= 1.0:
         return plain
     return plain * (0.1 * float(mscale_all_dim) * math.log(s) + 1.0) ** 2
+
+
+def mla_scores(q_nope, q_rope, latents, w_uk, k_rope, q_positions, k_positions, base=10000.0) -> np.ndarray:
+    r"""One head's logits in multi-head latent attention (MLA) with its decoupled RoPE key, computed as it runs
+    at inference, with the key up-projection absorbed into the query (DeepSeek-V2, arXiv:2405.04434, §2.1.2–2.1.3):
+
+    .. math:: s_{mn} = \big(W_{UK}^\top q^C_m\big)^\top c_n + \big(R_m q^R_m\big)^\top \big(R_n k^R_n\big)
+
+    The cache holds, per token, only the latent :math:`c_n` (shared by all heads) and the small decoupled key
+    :math:`k^R_n` (shared by all heads, rotated once). The first term is the score with the up-projected key
+    :math:`W_{UK} c_n`, which is never formed: :math:`q^\top W_{UK} c = (W_{UK}^\top q)^\top c`. Were the
+    up-projected key rotated instead, :math:`q^\top R_{n-m} W_{UK} c_n`, the matrix between query and latent
+    would depend on the offset, and no fixed matrix could be absorbed; so position goes to the extra
+    dimensions alone.
+
+    Shapes: ``q_nope`` ``(Lq, d_h)``, ``q_rope`` ``(Lq, d_r)``, ``latents`` ``(Lk, d_c)``, ``w_uk``
+    ``(d_h, d_c)``, ``k_rope`` ``(Lk, d_r)`` (not yet rotated), positions ``(Lq,)`` and ``(Lk,)``; RoPE in the
+    interleaved layout (:func:`posenc.apply_rope`). Returns the unscaled logits, float64 ``(Lq, Lk)``.
+    """
+    q_nope = _validate.finite_array("q_nope", q_nope)
+    latents = _validate.finite_array("latents", latents)
+    w_uk = _validate.finite_array("w_uk", w_uk)
+    if q_nope.ndim != 2 or latents.ndim != 2 or w_uk.shape != (q_nope.shape[1], latents.shape[1]):
+        raise ValueError(f"w_uk must be (d_h, d_c) = ({q_nope.shape[-1]}, {latents.shape[-1]}) for q_nope (Lq, d_h) "
+                         f"and latents (Lk, d_c), got {w_uk.shape}")
+    absorbed = q_nope @ w_uk                                        # (Lq, d_c): W_UK^T q for each query
+    q_r = apply_rope(q_rope, q_positions, base)                     # (Lq, d_r)
+    k_r = apply_rope(k_rope, k_positions, base)                     # (Lk, d_r)
+    return absorbed @ latents.T + q_r @ k_r.T                       # (Lq, Lk)

@@ -214,6 +214,40 @@ def test_logn_attention_scale_is_qwens_list():
     np.testing.assert_allclose(deployed.logn_attention_scale(np.arange(99), length), qwen, rtol=1e-14)
 
 
+def test_mla_scores_are_the_materialised_keys_scores():
+    """The absorbed form equals, query by query and key by key, the dot product of the full query
+    [q^C; R_m q^R] with the full key [W_UK c_n; R_n k^R] built as a loop (DeepSeek-V2, eq. 14-19)."""
+    rng = np.random.default_rng(7)
+    for lq, lk, d_h, d_c, d_r, base in [(3, 5, 8, 6, 4, 10000.0), (1, 9, 16, 4, 8, 500.0), (4, 4, 4, 12, 2, 1e6)]:
+        q_nope, q_rope = rng.normal(size=(lq, d_h)), rng.normal(size=(lq, d_r))
+        latents, k_rope = rng.normal(size=(lk, d_c)), rng.normal(size=(lk, d_r))
+        w_uk = rng.normal(size=(d_h, d_c))
+        qpos, kpos = rng.integers(0, 3000, size=lq), rng.integers(0, 3000, size=lk)
+        got = deployed.mla_scores(q_nope, q_rope, latents, w_uk, k_rope, qpos, kpos, base)
+        for m in range(lq):
+            query = np.concatenate([q_nope[m], posenc.rope_matrix(qpos[m], d_r, base) @ q_rope[m]])
+            for n in range(lk):
+                key = np.concatenate([w_uk @ latents[n], posenc.rope_matrix(kpos[n], d_r, base) @ k_rope[n]])
+                assert got[m, n] == pytest.approx(float(query @ key), rel=1e-10, abs=1e-10), (m, n)
+
+
+def test_a_rotated_latent_key_leaves_no_fixed_matrix_to_absorb():
+    """Rotating the up-projected key puts R_{n-m} between query and latent: the matrix a query would have to
+    absorb, R_m^T R_n W_UK, changes with the offset, while the decoupled scores depend on
+    the offset alone."""
+    rng = np.random.default_rng(8)
+    d_h, d_c = 8, 6
+    w_uk = rng.normal(size=(d_h, d_c))
+    through = [posenc.rope_matrix(m, d_h).T @ posenc.rope_matrix(n, d_h) @ w_uk for m, n in [(2, 5), (10, 13), (2, 9)]]
+    np.testing.assert_allclose(through[0], through[1], atol=1e-12)      # the same offset: the same matrix
+    assert np.abs(through[0] - through[2]).max() > 0.1                    # another offset: another matrix
+    q_nope, q_rope = rng.normal(size=(1, d_h)), rng.normal(size=(1, 4))
+    latents, k_rope = rng.normal(size=(1, d_c)), rng.normal(size=(1, 4))
+    shifted = [deployed.mla_scores(q_nope, q_rope, latents, w_uk, k_rope, [m], [n])[0, 0]
+               for m, n in [(2, 5), (40, 43)]]
+    assert shifted[0] == pytest.approx(shifted[1], rel=1e-10)
+
+
 @pytest.mark.parametrize("call, words", [
     (lambda: deployed.proportional_frequencies(64, 1e4, 1.5), "rotary_fraction"),
     (lambda: deployed.layer_types(0), "n_layers"),
@@ -222,6 +256,8 @@ def test_logn_attention_scale_is_qwens_list():
     (lambda: deployed.self_extend_distances(10, 0, 4), "group_size"),
     (lambda: deployed.logn_attention_scale([0, 1], 1), "original_max_position"),
     (lambda: deployed.mrope_positions([("audio", 3)]), "segment"),
+    (lambda: deployed.mla_scores(np.ones((1, 4)), np.ones((1, 2)), np.ones((1, 3)), np.ones((3, 4)),
+                                 np.ones((1, 2)), [0], [0]), "w_uk"),
 ])
 def test_bad_arguments_are_named(call, words):
     with pytest.raises((ValueError, TypeError), match=words):
