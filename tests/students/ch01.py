@@ -92,4 +92,19 @@ FLOAT64_PINNED = {
 # Plausible wrong answers, each a solution cell's source with a mistake a student would make: each must lose
 # its exercise's points on every draw ({solution id: {what is wrong: source}}).
 PLAUSIBLY_WRONG = {
+    'ex_equivariant': {
+        "np.allclose with its default tolerances (rtol 1e-5), not the 1e-9 asked for": r'''def is_permutation_equivariant(f, x, perm):
+    x = np.asarray(x, dtype=float)
+    return bool(np.allclose(f(x[perm]), np.asarray(f(x))[perm]))
+''',
+        "the inverse permutation on the output side (argsort), which only agrees for swaps": r'''def is_permutation_equivariant(f, x, perm):
+    x = np.asarray(x, dtype=float)
+    gap = np.abs(np.asarray(f(x[perm])) - np.asarray(f(x))[np.argsort(perm)])
+    return bool(gap.max() <= 1e-9)
+''',
+        "tests invariance: compares f(x[perm]) with f(x) row by row": r'''def is_permutation_equivariant(f, x, perm):
+    x = np.asarray(x, dtype=float)
+    return bool(np.abs(np.asarray(f(x[perm])) - np.asarray(f(x))).max() <= 1e-9)
+''',
+    },
 }
