@@ -6,6 +6,8 @@ the file is known in one place.
     runs = ArenaResults()                  # the published file; ArenaResults(a_dict) reads a dict of that layout
     runs.seeds("alibi", 1024)              # the seeds' losses at L = 1024, float64 (n_seeds,), or None
     runs.delta("alibi", 1024)              # per seed, the loss at 1024 minus the same model's at L_train
+    runs.extension("yarn", 1024, scale=4)  # the RoPE model with YaRN at s = 4, the seeds' losses at 1024
+    runs.sampled("dynamic_ntk", 1024)      # on the positions dynamic NTK was scored at
 
 Reading needs numpy and json only (no torch, no arena). It holds no rule of the arena (the verdict between two
 models is an exercise: the kernel that grades it sees posenc), only where each number is stored.
@@ -97,3 +99,35 @@ class ArenaResults:
     def parameters(self, model: str) -> int:
         """The model's parameter count (the same in every seed)."""
         return int(next(iter(self.data["seeds"].values()))[model]["parameters"])
+
+    def _extensions(self, model: str) -> dict:
+        return self.summary[model]["extensions"]
+
+    def extension_methods(self, model: str = "rope") -> list[str]:
+        """The static context extensions ``model`` was run with (``position_interpolation``, ...)."""
+        return list(self._extensions(model)["per_length"])
+
+    def sampled_names(self, model: str = "rope") -> list[str]:
+        """Every name :meth:`sampled` reads: ``model`` (plain), each ``"<method>@<s>"``, ``"dynamic_ntk"``."""
+        return [*self._extensions(model)["same_positions"], "dynamic_ntk"]
+
+    def curve(self, method: str, scale: float, model: str = "rope") -> dict:
+        """The stored per-position loss curve of ``model`` with ``method`` at the fixed ``scale`` (the layout of
+        a model's ``curve``)."""
+        return self._extensions(model)["fixed"][method][f"{scale:g}"]["curve"]
+
+    def extension(self, method: str, length: int, scale: float | None = None, model: str = "rope") -> np.ndarray:
+        """The seeds' losses at ``length`` of ``model`` run with the static context extension ``method``
+        (``position_interpolation``, ``ntk_aware``, ``yarn``): at the fixed ``scale``, or, with None, at the
+        oracle's s = max(1, length / L_train)."""
+        ext = self._extensions(model)
+        if scale is None:
+            return values(ext["per_length"][method][str(int(length))]["loss"])
+        return values(ext["fixed"][method][f"{scale:g}"]["loss"][str(int(length))])
+
+    def sampled(self, name: str, length: int, model: str = "rope") -> np.ndarray:
+        """The seeds' losses at ``length`` on the sample of positions dynamic NTK was scored at: ``name`` is
+        ``"dynamic_ntk"``, ``model`` itself (plain) or ``"<method>@<s>"`` (a static method at the fixed scale s)."""
+        ext = self._extensions(model)
+        entry = ext["dynamic_ntk"] if name == "dynamic_ntk" else ext["same_positions"][name]
+        return values(entry["loss"][str(int(length))])

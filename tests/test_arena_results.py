@@ -51,3 +51,24 @@ def test_a_dict_of_the_files_layout_needs_only_the_parts_read():
     assert values(None) is None and runs.values({"values": [3]}).tolist() == [3.0]
     with pytest.raises(KeyError):
         runs.train_len  # no config: asked only where a length is compared with L_train
+
+
+def test_the_extensions_are_the_stored_values():
+    """The RoPE model run with each context extension: at a fixed scale, at the oracle's scale, on dynamic NTK's
+    positions, and its per-position curves, each the number the file stores there."""
+    runs = ArenaResults(RAW)
+    ext = RAW["summary"]["rope"]["extensions"]
+    assert runs.extension_methods() == list(ext["per_length"]) and runs.extension_methods()
+    for method in runs.extension_methods():
+        for L, entry in ext["per_length"][method].items():
+            assert runs.extension(method, int(L)).tolist() == entry["loss"]["values"]
+        for scale, entry in ext["fixed"][method].items():
+            assert runs.curve(method, float(scale)) is entry["curve"]
+            for L, spread in entry["loss"].items():
+                assert runs.extension(method, int(L), scale=int(scale)).tolist() == spread["values"]
+    names = runs.sampled_names()
+    assert names[-1] == "dynamic_ntk" and set(names[:-1]) == set(ext["same_positions"])
+    for name in names:
+        entry = ext["dynamic_ntk"] if name == "dynamic_ntk" else ext["same_positions"][name]
+        for L, spread in entry["loss"].items():
+            assert runs.sampled(name, int(L)).tolist() == spread["values"]
