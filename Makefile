@@ -58,7 +58,7 @@ system-deps:
 	@bash tools/system_deps.sh
 
 test: system-deps $(STAMP) assets
-	$(PY) -m pytest -n 2 --dist loadgroup
+	$(PY) -m pytest -n 2 --dist loadgroup --durations=30  # the slowest tests named in the log: where the time budget goes
 
 # The fast tier: every test not marked slow (no book build, browser, Jupyter server or graded class), under a minute.
 test-unit: $(STAMP)
