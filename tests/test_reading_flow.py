@@ -95,3 +95,25 @@ def test_no_build_machine_path_on_the_page(built_book, browser, name):
         text = page.evaluate(PAGE_TEXT)
     leaks = [text[max(0, m.start() - 40):m.end() + 40].replace("\n", " ") for m in MACHINE_PATHS.finditer(text)]
     assert not leaks, f"{name} shows a build machine's path:\n" + "\n".join(f"  ...{s}..." for s in leaks[:10])
+
+
+GRADING = re.compile(r"\bchecks\.\w+|from autograder import|### BEGIN HIDDEN|warnings_on_stdout")
+
+
+@pytest.mark.parametrize("name", support.toc_chapters())
+def test_no_grading_call_shows_until_the_reader_opens_it(built_book, browser, name):
+    """A reader sees an exercise as its statement and the stub a student fills in: the setup cell that imports the
+    checks and every test cell are folded behind one control (autograder/commands/release.py, fold_grading). The
+    text the page renders (what a reader sees without opening anything) names no checks call; opening every fold
+    shows them, so the tests are still there for whoever wants them."""
+    html, _ = built_book
+    with watched_context(browser, viewport=LAPTOP) as watched:
+        page = watched.new_page()
+        page.goto((html / f"{name}.html").as_uri(), wait_until="load")
+        seen = page.evaluate("() => document.querySelector('main').innerText")
+        page.evaluate(OPEN_ALL)
+        opened = page.evaluate("() => document.querySelector('main').innerText")
+    shown = [seen[max(0, m.start() - 60):m.end() + 20].replace("\n", " ") for m in GRADING.finditer(seen)]
+    assert not shown, f"{name} shows grading code to a reader who opened nothing:\n" + \
+        "\n".join(f"  ...{s}..." for s in shown[:10])
+    assert GRADING.search(opened), f"{name}: no test cell found even with every fold open (the check saw nothing)"

@@ -30,10 +30,28 @@ def release(names: list[str] | None = None, release_dir: Path | None = None) -> 
         lesson = course.lesson_notebook(name, release_dir)
         nb = nbformat.read(lesson, as_version=4)
         mark_generated(nb, name)
+        fold_grading(nb)
         install_cell.put_first(nb, cell)
         nbformat.write(nb, lesson)
         written.append(lesson)
     return written
+
+
+READER_FOLDS = "hide-input"  # myst-nb's tag: the cell's code folded behind one "Show" control in the book
+
+
+def fold_grading(nb) -> None:
+    """Fold the grading machinery out of a reader's way in the book: the setup cell (it imports the checks) and
+    every test cell get ``hide-input``, so a page shows an exercise as its statement and the stub a student fills
+    in, and the checks behind one control. JupyterLab, Colab and nbgrader ignore the tag: a student's lesson
+    keeps every cell it needs, as it was."""
+    for cell in nb.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        test = cell.cell_type == "code" and meta.get("grade") and not meta.get("solution")
+        if test or meta.get("grade_id") == "setup":
+            tags = cell.metadata.setdefault("tags", [])
+            if READER_FOLDS not in tags:
+                tags.append(READER_FOLDS)
 
 
 def mark_generated(nb, name: str) -> None:
