@@ -39,6 +39,13 @@ def yarn_pair_kinds(config):
     print("pairs:", kept, blended, interpolated)
     return [kept, blended, interpolated]
 ''',
+    'needle_weights': r'''import math
+
+def needle_weights(margin, n, L0):
+    # closed form: the needle's e^(lambda a) against n - 1 keys at e^0
+    lam = math.log(n, L0) if n > L0 else 1
+    return [1 / (1 + (n - 1) * math.exp(-margin)), 1 / (1 + (n - 1) * math.exp(-lam * margin))]
+''',
     'my_self_extend': r'''def my_self_extend(length, group_size, window):
     out = []
     for i in range(length):
@@ -132,6 +139,23 @@ PLAUSIBLY_WRONG = {
     j = np.arange(length)[None, :]
     grouped = i // group_size - j // group_size + window - window // group_size
     return np.where(j <= i, np.where(i - j <= window, i - j, grouped), -1)
+''',
+    },
+    'needle_weights': {
+        'the scale applied below the training length too (ln n / ln L0 for every n)': r'''def needle_weights(margin, n, L0):
+    scale = np.log(n) / np.log(L0)
+    plain = 1 / (1 + (n - 1) * np.exp(-margin))
+    return float(plain), float(1 / (1 + (n - 1) * np.exp(-scale * margin)))
+''',
+        'the scale on both queries and keys (its square on the logits, as YaRN applies its factor)': r'''def needle_weights(margin, n, L0):
+    scale = np.log(n) / np.log(L0) if n > L0 else 1.0
+    plain = 1 / (1 + (n - 1) * np.exp(-margin))
+    return float(plain), float(1 / (1 + (n - 1) * np.exp(-scale ** 2 * margin)))
+''',
+        'n other keys besides the needle (n + 1 keys in all)': r'''def needle_weights(margin, n, L0):
+    scale = np.log(n) / np.log(L0) if n > L0 else 1.0
+    plain = 1 / (1 + n * np.exp(-margin))
+    return float(plain), float(1 / (1 + n * np.exp(-scale * margin)))
 ''',
     },
 }
