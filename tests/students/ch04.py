@@ -7,24 +7,33 @@ CHAPTER = '04_relative'
 
 # Correct, written differently (loops, lists, math instead of numpy, other formulas, prints): full marks.
 DIFFERENT = {
-    'shaw_skew': r'''import torch
+    'shaw_skew': r'''def skew_recipe(L):
+    # no padding at all: rows stay 2L - 1 long, so m[i, j - i + L - 1] sits at
+    # flat index (2L - 1) i + j - i + L - 1 = (L - 1) + (2L - 2) i + j
+    print("recipe for L =", L)
+    return [0, L - 1, 2 * L - 2]
 
 
 def skew(m):
-    # torch, and an index per entry instead of pad and reshape
-    m = torch.as_tensor(np.asarray(m, dtype=float))
+    m = np.asarray(m)
     L = m.shape[0]
-    cols = torch.arange(L)[None, :] - torch.arange(L)[:, None] + (L - 1)
-    return torch.gather(m, 1, cols)
+    pad, start, width = skew_recipe(L)
+    flat = np.pad(m, ((0, 0), (0, pad))).reshape(-1)
+    return flat[start:start + L * width].reshape(L, width)[:, :L]
 
 
 def shaw_key_term(q, table_k, c):
-    # multiply by the (2c + 1)-row table first, then widen to one column per offset
+    # one query at a time: the query against every offset's row, then its window
     q = np.asarray(q, dtype=float)
-    small = q @ np.asarray(table_k, dtype=float).T  # (L, 2c + 1)
+    table_k = np.asarray(table_k, dtype=float)
     L = len(q)
-    cols = [min(max(off, -c), c) + c for off in range(-(L - 1), L)]
-    return skew(small[:, cols]).numpy()
+    out = np.empty((L, L))
+    rows = [min(max(off, -c), c) + c for off in range(-(L - 1), L)]
+    per_offset = table_k[rows]  # (2L - 1, d_z)
+    for i in range(L):
+        scores = per_offset @ q[i]  # (2L - 1,)
+        out[i] = scores[L - 1 - i:2 * L - 1 - i]
+    return out
 ''',
     'my_t5_bucket': r'''def my_t5_bucket(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
     r = np.asarray(relative_position).astype(np.int64)
@@ -69,4 +78,62 @@ FLOAT64_PINNED = {
 # Plausible wrong answers, each a solution cell's source with a mistake a student would make: each must lose
 # its exercise's points on every draw ({solution id: {what is wrong: source}}).
 PLAUSIBLY_WRONG = {
+    'shaw_skew': {
+        'starts one entry late (drops L entries)': r'''def skew_recipe(L):
+    return 1, L, 2 * L - 1
+
+
+def skew(m):
+    m = np.asarray(m)
+    L = m.shape[0]
+    pad, start, width = skew_recipe(L)
+    flat = np.pad(m, ((0, 0), (0, pad))).reshape(-1)
+    return flat[start:start + L * width].reshape(L, width)[:, :L]
+
+
+def shaw_key_term(q, table_k, c):
+    q = np.asarray(q, dtype=np.float64)
+    L = q.shape[0]
+    rows = np.clip(np.arange(-(L - 1), L), -c, c) + c
+    return skew(q @ np.asarray(table_k, dtype=np.float64)[rows].T)
+''',
+        "reads rows as long as the padded ones (Huang's causal width)": r'''def skew_recipe(L):
+    return 1, L - 1, 2 * L
+
+
+def skew(m):
+    m = np.asarray(m)
+    L = m.shape[0]
+    pad, start, width = skew_recipe(L)
+    flat = np.pad(m, ((0, 0), (0, pad))).reshape(-1)
+    flat = np.pad(flat, (0, L))  # so that the read fits
+    return flat[start:start + L * width].reshape(L, width)[:, :L]
+
+
+def shaw_key_term(q, table_k, c):
+    q = np.asarray(q, dtype=np.float64)
+    L = q.shape[0]
+    rows = np.clip(np.arange(-(L - 1), L), -c, c) + c
+    return skew(q @ np.asarray(table_k, dtype=np.float64)[rows].T)
+''',
+        'builds the (L, L, d_z) tensor (right values, forbidden memory)': r'''def skew_recipe(L):
+    return 1, L - 1, 2 * L - 1
+
+
+def skew(m):
+    m = np.asarray(m)
+    L = m.shape[0]
+    pad, start, width = skew_recipe(L)
+    flat = np.pad(m, ((0, 0), (0, pad))).reshape(-1)
+    return flat[start:start + L * width].reshape(L, width)[:, :L]
+
+
+def shaw_key_term(q, table_k, c):
+    q = np.asarray(q, dtype=np.float64)
+    L = q.shape[0]
+    ids = np.clip(np.arange(L)[None, :] - np.arange(L)[:, None], -c, c) + c
+    a_k = np.asarray(table_k, dtype=np.float64)[ids]  # (L, L, d_z)
+    return np.einsum("id,ijd->ij", q, a_k)
+''',
+    },
 }
