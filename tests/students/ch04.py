@@ -78,6 +78,29 @@ FLOAT64_PINNED = {
 # Plausible wrong answers, each a solution cell's source with a mistake a student would make: each must lose
 # its exercise's points on every draw ({solution id: {what is wrong: source}}).
 PLAUSIBLY_WRONG = {
+    'bias_from_table': {
+        'queries at positions 0..q_len - 1 (not aligned to the end of the keys)': r'''def bias_from_table(table, q_len, k_len, bidirectional=True, max_distance=128):
+    table = np.asarray(table, dtype=np.float64)
+    query_positions = np.arange(q_len)
+    offsets = np.arange(k_len)[None, :] - query_positions[:, None]
+    buckets = posenc.t5_bucket(offsets, bidirectional, table.shape[0], max_distance)
+    return np.moveaxis(table[buckets], -1, 0)
+''',
+        'the offset i - j (query minus key)': r'''def bias_from_table(table, q_len, k_len, bidirectional=True, max_distance=128):
+    table = np.asarray(table, dtype=np.float64)
+    query_positions = np.arange(q_len) + (k_len - q_len)
+    offsets = query_positions[:, None] - np.arange(k_len)[None, :]
+    buckets = posenc.t5_bucket(offsets, bidirectional, table.shape[0], max_distance)
+    return np.moveaxis(table[buckets], -1, 0)
+''',
+        'reshape instead of moving the heads axis': r'''def bias_from_table(table, q_len, k_len, bidirectional=True, max_distance=128):
+    table = np.asarray(table, dtype=np.float64)
+    query_positions = np.arange(q_len) + (k_len - q_len)
+    offsets = np.arange(k_len)[None, :] - query_positions[:, None]
+    buckets = posenc.t5_bucket(offsets, bidirectional, table.shape[0], max_distance)
+    return table[buckets].reshape(table.shape[1], q_len, k_len)
+''',
+    },
     'shaw_skew': {
         'starts one entry late (drops L entries)': r'''def skew_recipe(L):
     return 1, L, 2 * L - 1
