@@ -65,6 +65,16 @@ def needle_weights(margin, n, L0):
 
 # Correct, and printing a numpy RuntimeWarning on the way: full marks.
 WARNING_VARIANTS = {
+    'needle_weights': r'''def needle_weights(margin, n, L0):
+    # the entropy-per-key ratio is computed for n = 1 too and thrown away there: divide by zero warning
+    per_key = np.where(n > 1, 1.0 / np.log(np.float64(n)), 0.0)
+    scale = np.where(n > L0, np.log(np.float64(n)) / np.log(np.float64(L0)), 1.0)
+    weights = []
+    for lam in (1.0, float(scale)):
+        e = np.exp(lam * margin)
+        weights.append(float(e / (e + (n - 1))))
+    return tuple(weights)
+''',
 }
 
 
