@@ -7,14 +7,21 @@ CHAPTER = '07_context_extension'
 
 # Correct, written differently (loops, lists, math instead of numpy, other formulas, prints): full marks.
 DIFFERENT = {
-    'ntk_reach': r'''import math
+    'ntk_scale_needed': r'''import math
 
-def ntk_reach(d, base, s, L_train):
-    theta = [base ** (-2.0 * i / d) for i in range(d // 2)]
-    theta_new = [t * s ** (-2.0 * i / (d - 2)) for i, t in enumerate(theta)]
-    reach = [s * L_train * t for t in theta_new]
-    unseen = [(L_train * t < 2 * math.pi) and (r > L_train * t * (1 + 1e-9)) for t, r in zip(theta, reach)]
-    return np.array(theta_new), np.array(reach), np.array(unseen)
+def ntk_scale_needed(d, base, s, L0):
+    # the first slow pair from the closed form: 2i/d > ln(L0 / 2 pi) / ln(base)
+    sigma = 1.0
+    for i in range(d // 2):
+        if L0 * base ** (-2.0 * i / d) < 2 * math.pi:
+            # pair i reaches s * sigma^(-2i/(d-2)) times its range; later pairs need less
+            sigma = math.exp((d - 2) * math.log(s) / (2 * i))
+            break
+    return sigma
+
+
+sigma_64 = ntk_scale_needed(64, 10000.0, 2.0, 4096)
+print("sigma_64 =", sigma_64, "> s = 2")
 ''',
     'dynamic_cache': r'''import math
 
@@ -70,40 +77,50 @@ def my_yarn(d, base, s, L0, beta_fast=32.0, beta_slow=1.0):
 
 nominal_length = matching_length(2, 2, 4096)
 ''',
-    'first_negative': r'''import math
-
-def first_negative_offset(d, base, max_offset):
-    thetas = [base ** (-2.0 * i / d) for i in range(d // 2)]
-    for m in range(1, max_offset + 1):
-        if math.fsum(math.cos(m * t) for t in thetas) < 0:
-            return m
+    'smallest_base': r'''def smallest_base(d, L, grid):
+    # B_m for all m at once per base, with the cosines summed pair by pair (no (L, d/2) array)
+    m = np.arange(1, L + 1)
+    for b in list(grid):
+        total = np.zeros(L)
+        for i in range(d // 2):
+            total += np.cos(m * b ** (-2.0 * i / d))
+        if total.min() >= 0:
+            return float(b)
     return None
 
 
-bound_llama2 = first_negative_offset(128, 10000.0, 10000)
+grid = 10 ** (np.arange(20, 71) / 10)
+base_for_4096 = smallest_base(128, 4096, grid)
 ''',
-    'longrope': r'''import math
+    'longrope_switch': r'''import math
 
-def my_longrope(d, base, s, L0, seq_len, short_factor, long_factor):
-    use_long = seq_len is not None and seq_len > L0
-    factors = list(long_factor) if use_long else list(short_factor)
-    freqs = [1.0 / (factors[k] * base ** (2.0 * k / d)) for k in range(d // 2)]
-    factor = math.sqrt(1 + math.log(s) / math.log(L0)) if s > 1 else 1.0
-    return freqs, factor
+def switch_scores(q, k, n, d, base, L0, short_factor, long_factor):
+    # pair by pair in complex form: Re(q~ conj(k~) e^{i (L0 theta_q - n theta_k)})
+    cached = fresh = 0.0
+    for i in range(d // 2):
+        theta = base ** (-2.0 * i / d)
+        th_long, th_short = theta / long_factor[i], theta / short_factor[i]
+        zq = complex(float(q[2 * i]), float(q[2 * i + 1]))
+        zk = complex(float(k[2 * i]), float(k[2 * i + 1]))
+        prod = zq * zk.conjugate()
+        cached += (prod * complex(math.cos(L0 * th_long - n * th_short), math.sin(L0 * th_long - n * th_short))).real
+        fresh += (prod * complex(math.cos((L0 - n) * th_long), math.sin((L0 - n) * th_long))).real
+    return cached, fresh
 ''',
 }
 
 
 # Correct, and printing a numpy RuntimeWarning on the way: full marks.
 WARNING_VARIANTS = {
-    'ntk_reach': r'''def ntk_reach(d, base, s, L_train):
-    old_theta = posenc.rope_frequencies(d, base)
-    theta_new = posenc.rope_frequencies(d, base * s ** (d / (d - 2)))
-    reach = s * L_train * theta_new
-    trained = L_train * old_theta
-    # log of what is left of the first turn: NaN (a RuntimeWarning) for the pairs that completed one
-    left = np.log(2 * np.pi - trained)
-    return theta_new, reach, np.isfinite(left) & (reach > trained * (1 + 1e-9))
+    'ntk_scale_needed': r'''def ntk_scale_needed(d, base, s, L0):
+    i = np.arange(d // 2)
+    slow = L0 * posenc.rope_frequencies(d, base) < 2 * np.pi
+    # s^((d-2)/(2i)) for every pair: a division by zero (RuntimeWarning) at i = 0, never slow
+    need = s ** ((d - 2) / (2 * i))
+    return float(need[slow].max()) if slow.any() else 1.0
+
+
+sigma_64 = ntk_scale_needed(64, 10000.0, 2.0, 4096)
 ''',
 }
 
@@ -130,12 +147,115 @@ FLOAT32_BY_HAND = {
 
 # Exercises whose prompt pins float64, with the reason the prompt gives: no float32 student is owed there.
 FLOAT64_PINNED = {
-    'ntk_reach': "unseen's margin of one part in 1e9 is below float32's rounding (about 1e-7)",
-    'first_negative': 'the sign of B_m near 0 at offsets in the thousands: float32 angles are off by ~1e-3',
+    'smallest_base': 'the sign of B_m near 0 at offsets in the thousands: float32 angles are off by ~1e-3',
+    'longrope_switch': 'angles at positions in the tens of thousands: float32 loses about 1e-3 radians',
 }
 
 
 # Plausible wrong answers, each a solution cell's source with a mistake a student would make: each must lose
 # its exercise's points on every draw ({solution id: {what is wrong: source}}).
 PLAUSIBLY_WRONG = {
+    'ntk_scale_needed': {
+        "the slowest pair decides (it is slowed by exactly sigma): returns s": r'''def ntk_scale_needed(d, base, s, L0):
+    slow = L0 * posenc.rope_frequencies(d, base) < 2 * np.pi
+    return float(s) if slow.any() else 1.0
+''',
+        "the base's multiplier s^(d/(d-2)) in place of the scale": r'''def ntk_scale_needed(d, base, s, L0):
+    slow = L0 * posenc.rope_frequencies(d, base) < 2 * np.pi
+    return float(s ** (d / (d - 2))) if slow.any() else 1.0
+''',
+        "the last pair that completes a turn decides, one pair too early": r'''def ntk_scale_needed(d, base, s, L0):
+    slow = np.flatnonzero(L0 * posenc.rope_frequencies(d, base) < 2 * np.pi)
+    if slow.size == 0:
+        return 1.0
+    return float(s ** ((d - 2) / (2 * max(slow[0] - 1, 1))))
+''',
+    },
+    'dynamic_cache': {
+        "resets at seq_len <= L0 (transformers resets only below L0)": r'''class DynamicRope(StaleDynamicRope):
+    def frequencies(self, n):
+        if n > self.longest:
+            grown = self.base * (self.s * n / self.L0 - self.s + 1) ** (self.d / (self.d - 2))
+            self.freqs, self.longest = posenc.rope_frequencies(self.d, grown), n
+        elif n <= self.L0 < self.longest:
+            self.freqs, self.longest = self.original, self.L0
+        return self.freqs
+''',
+        "never resets to the original frequencies": r'''class DynamicRope(StaleDynamicRope):
+    def frequencies(self, n):
+        if n > self.longest:
+            grown = self.base * (self.s * n / self.L0 - self.s + 1) ** (self.d / (self.d - 2))
+            self.freqs, self.longest = posenc.rope_frequencies(self.d, grown), n
+        return self.freqs
+''',
+    },
+    'yarn': {
+        "no guard for low == high (0/0 in the ramp)": r'''def my_yarn(d, base, s, L0, beta_fast=32.0, beta_slow=1.0):
+    def pair_with_turns(turns):
+        return d * np.log(L0 / (turns * 2 * np.pi)) / (2 * np.log(base))
+
+    low = max(int(np.floor(pair_with_turns(beta_fast))), 0)
+    high = min(int(np.ceil(pair_with_turns(beta_slow))), d - 1)
+    gamma = 1.0 - np.clip((np.arange(d // 2) - low) / (high - low), 0.0, 1.0)
+    kept = posenc.rope_frequencies(d, base)
+    return (1 - gamma) * kept / s + gamma * kept, 0.1 * np.log(s) + 1.0
+''',
+        "the paper's ramp, linear in the turns": r'''def my_yarn(d, base, s, L0, beta_fast=32.0, beta_slow=1.0):
+    theta = posenc.rope_frequencies(d, base)
+    turns = L0 * theta / (2 * np.pi)
+    keep = np.clip((turns - beta_slow) / (beta_fast - beta_slow), 0.0, 1.0)
+    return (1 - keep) * theta / s + keep * theta, 0.1 * np.log(s) + 1.0
+''',
+    },
+    'smallest_base': {
+        "bisection over the grid (the bound is not monotone in the base)": r'''def smallest_base(d, L, grid):
+    grid = list(grid)
+    m = np.arange(1, L + 1, dtype=np.float64)
+
+    def ok(b):
+        return bool(np.all(np.cos(np.outer(m, posenc.rope_frequencies(d, b))).sum(axis=1) >= 0))
+
+    if not ok(grid[-1]):
+        return None
+    lo, hi = -1, len(grid) - 1
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if ok(grid[mid]):
+            hi = mid
+        else:
+            lo = mid
+    return grid[hi]
+
+
+grid = 10 ** (np.arange(20, 71) / 10)
+base_for_4096 = smallest_base(128, 4096, grid)
+''',
+        "checks only the farthest distance m = L": r'''def smallest_base(d, L, grid):
+    for b in grid:
+        if np.cos(L * posenc.rope_frequencies(d, b)).sum() >= 0:
+            return b
+    return None
+
+
+grid = 10 ** (np.arange(20, 71) / 10)
+base_for_4096 = smallest_base(128, 4096, grid)
+''',
+    },
+    'longrope_switch': {
+        "the cached key taken with the long list too (no stale cache)": r'''def switch_scores(q, k, n, d, base, L0, short_factor, long_factor):
+    long = posenc.rope_frequencies(d, base) / np.asarray(long_factor, dtype=float)
+    q_rot = posenc.apply_rope(np.asarray(q, dtype=float)[None], [L0], frequencies=long)[0]
+    k_rot = posenc.apply_rope(np.asarray(k, dtype=float)[None], [n], frequencies=long)[0]
+    return float(q_rot @ k_rot), float(q_rot @ k_rot)
+''',
+        "the new token's call taken as length L0 (short list for the query)": r'''def switch_scores(q, k, n, d, base, L0, short_factor, long_factor):
+    theta = posenc.rope_frequencies(d, base)
+    short = theta / np.asarray(short_factor, dtype=float)
+    long = theta / np.asarray(long_factor, dtype=float)
+    q_rot = posenc.apply_rope(np.asarray(q, dtype=float)[None], [L0], frequencies=short)[0]
+    k_short = posenc.apply_rope(np.asarray(k, dtype=float)[None], [n], frequencies=short)[0]
+    k_long = posenc.apply_rope(np.asarray(k, dtype=float)[None], [n], frequencies=long)[0]
+    return float(q_rot @ k_short), float(q_rot @ k_long)
+''',
+    },
 }
