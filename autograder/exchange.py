@@ -17,7 +17,10 @@ through ``c.ExchangeFactory`` in hub/jupyter/*/nbgrader_config.py, change that:
   kernel sets it, a user cannot move it back, and any later change to the submission moves it forward. Each
   refusal is one ``ERROR`` line naming the student, and collect goes on with the class.
 - **submit** (``SubmitChecked``): the same copy, with the same limits, from the student's assignment folder
-  into inbound and the cache: a submission over the limit is refused before anything is written.
+  into inbound and the cache: a submission over the limit is refused before anything is written. Where the
+  student has a drawer, ``inbound/<student>/`` (on the course's hub, each student's own small file system, so
+  that what one student writes is bounded by the kernel: hub/README.md, "The exchange"), the submission goes
+  there; collect reads inbound and every drawer in it, with the same checks.
 - **release feedback** (``ReleaseFeedbackEach``): a student whose feedback folder lacks ``timestamp.txt`` or
   ``submission_secret.txt`` (a folder made by hand rather than by nbgrader's submit) is one ``ERROR`` line, and
   everyone else's feedback is released.
@@ -40,7 +43,7 @@ import stat
 
 from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.exchange.default import ExchangeCollect, ExchangeReleaseFeedback, ExchangeSubmit
-from nbgrader.utils import notebook_hash
+from nbgrader.utils import check_mode, get_username, notebook_hash
 
 from .printable import one_line
 from .submissions import MAX_FOLDER_DEPTH, MAX_FOLDER_ENTRIES
@@ -184,9 +187,10 @@ class CollectFromOwner(ExchangeCollect):
         if not os.path.isdir(self.inbound_path):
             self.fail(f"Course not found: {self.inbound_path}")
         student_id = self.coursedir.student_id or "*"
-        pattern = os.path.join(glob.escape(self.inbound_path), f"{student_id}+{glob.escape(self.coursedir.assignment_id)}+*")
-        latest = {}
-        for path in glob.glob(pattern):
+        name = f"{student_id}+{glob.escape(self.coursedir.assignment_id)}+*"
+        inbound = glob.escape(self.inbound_path)
+        latest = {}  # (in inbound itself, and in the drawer of each student who has one)
+        for path in sorted(glob.glob(os.path.join(inbound, name)) + glob.glob(os.path.join(inbound, "*", name))):
             name = os.path.basename(path)
             claimed = name.rsplit("+", 3)[0]
             try:
@@ -217,7 +221,7 @@ class CollectFromOwner(ExchangeCollect):
             raise Refused(f"the folder belongs to {_user_name(info.st_uid)}: only {claimed} can submit as {claimed}")
         tree = read_submission(path, _limit(self.coursedir), user.pw_uid, self.coursedir.ignore)
         when = datetime.datetime.fromtimestamp(tree.ctime, datetime.timezone.utc).replace(tzinfo=None)
-        return {"username": claimed, "filename": name, "timestamp": when, "uid": user.pw_uid}
+        return {"username": claimed, "filename": name, "path": path, "timestamp": when, "uid": user.pw_uid}
 
     def copy_files(self):
         if not self.src_records:
@@ -241,7 +245,7 @@ class CollectFromOwner(ExchangeCollect):
         os.makedirs(os.path.dirname(dest), exist_ok=True)
         incoming = f"{dest}.incoming-{secrets.token_hex(4)}"
         try:
-            tree = read_submission(os.path.join(self.inbound_path, record["filename"]), _limit(self.coursedir),
+            tree = read_submission(record["path"], _limit(self.coursedir),
                                    record["uid"], self.coursedir.ignore, dest=incoming)
             with open(os.path.join(incoming, TIMESTAMP), "w") as out:
                 out.write(server_time(tree))
@@ -257,7 +261,23 @@ class CollectFromOwner(ExchangeCollect):
 
 
 class SubmitChecked(ExchangeSubmit):
-    """nbgrader's submit, copying the assignment folder without following links and within the size limit."""
+    """nbgrader's submit, copying the assignment folder without following links and within the size limit, into
+    the student's drawer (``inbound/<student>/``) where there is one."""
+
+    def init_dest(self):
+        drawer = os.path.join(self.root, self.coursedir.course_id, "inbound", get_username())
+        if self.coursedir.course_id == "" or self.coursedir.student_id != "*" or not os.path.isdir(drawer):
+            return super().init_dest()
+        # nbgrader's own steps, with the drawer for inbound (inbound itself is closed to students there)
+        if not self.authenticator.has_access(get_username(), self.coursedir.course_id):
+            self.fail("You do not have access to this course.")
+        if not check_mode(drawer, write=True, execute=True):
+            self.fail(f"You don't have write permissions to the directory: {drawer}")
+        self.inbound_path = drawer
+        self.cache_path = os.path.join(self.cache, self.coursedir.course_id)
+        random_str = secrets.token_urlsafe(9) if self.add_random_string else None
+        parts = [get_username(), self.coursedir.assignment_id, self.timestamp] + ([random_str] if random_str else [])
+        self.assignment_filename = "+".join(parts)
 
     def do_copy(self, src, dest, log=None):
         try:

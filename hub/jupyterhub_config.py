@@ -83,6 +83,15 @@ INSTRUCTOR_PASSES = ("POSENC_CELL_TIMEOUT", "POSENC_NOTEBOOK_TIMEOUT", "POSENC_D
 # writable and enterable but not listable by students, each submission in a folder named with a random part;
 # `feedback` enterable only, each page named by a hash of a secret that only its student's submission holds.
 EXCHANGE_MODES = {"": 0o755, "inbound": 0o2733, "outbound": 0o755, "feedback": 0o711}
+# Each student's drawer: inbound/<student>, a file system of its own (an ext4 image of DRAWER_MB megabytes in the
+# hub's private folder, loop-mounted there), owned by the student, readable by the instructor. What one student
+# writes into the exchange is then bounded by the kernel (this kernel has no disk quotas to do it otherwise), and
+# inbound itself is closed to students' writes. DRAWER_MB = 0 leaves nbgrader's open inbound (a student can then
+# fill the exchange's disk).
+DRAWER_MB = int(os.environ.get("POSENC_HUB_DRAWER_MB", "200"))
+DRAWERS = PRIVATE / "drawers"
+if DRAWER_MB:
+    EXCHANGE_MODES["inbound"] = 0o711
 
 
 def _user(name):
@@ -265,10 +274,62 @@ def _make_exchange(instructor) -> None:
                 mode)
 
 
+def _system_tool(name: str) -> str:
+    """A system program by its full path (the hub's PATH may leave out sbin, where mkfs lives)."""
+    found = shutil.which(name, path="/usr/sbin:/sbin:/usr/bin:/bin")
+    if found is None:
+        raise OSError(f"{name} is not installed (Debian: e2fsprogs, mount)")
+    return found
+
+
+def _make_drawer(student, instructor) -> None:
+    """The student's drawer in inbound (see DRAWER_MB): the image made once (sparse: it takes only what is
+    written), mounted on each start where it is not (nodev, nosuid, noexec), its root the student's with the
+    instructor's group (setgid, so collect, which runs as the instructor, can read what the student puts there)."""
+    image = DRAWERS / f"{student.pw_name}.img"
+    where = EXCHANGE / COURSE_ID / "inbound" / student.pw_name
+    if not image.exists():
+        with open(image, "wb") as out:
+            out.truncate(DRAWER_MB << 20)
+        mkfs = [_system_tool("mkfs.ext4"), "-q", "-F", "-m", "0", "-E", "lazy_itable_init=1,lazy_journal_init=1"]
+        subprocess.run([*mkfs, str(image)], check=True, capture_output=True, text=True)
+    if not os.path.ismount(where):
+        _folder(where, 0, 0, 0o755)
+        subprocess.run([_system_tool("mount"), "-o", "loop,nodev,nosuid,noexec", str(image), str(where)], check=True,
+                       capture_output=True, text=True)
+    _folder(where, student.pw_uid, instructor.pw_gid, 0o2750)
+    lost = where / "lost+found"  # mkfs's, root's: nothing of the student's
+    if lost.is_dir() and not lost.is_symlink() and not any(lost.iterdir()):
+        lost.rmdir()
+
+
+def _make_drawers(instructor) -> list[str]:
+    """Every student's drawer; the problems that stopped one, one sentence each."""
+    _folder(DRAWERS, 0, 0, 0o700)
+    problems = []
+    for name in STUDENTS:
+        student = _user(name)
+        if student is None:
+            continue  # a student without an account has nothing to hand in (the roster makes the accounts)
+        try:
+            _make_drawer(student, instructor)
+        except (OSError, subprocess.CalledProcessError) as exc:
+            detail = (getattr(exc, "stderr", "") or str(exc)).strip().splitlines()[-1:] or [""]
+            problems.append(f"{name}'s drawer in the exchange (a {DRAWER_MB} MB loop-mounted file system) could "
+                            f"not be made: {detail[0]}; set POSENC_HUB_DRAWER_MB=0 to run without drawers (a "
+                            "student can then fill the exchange's disk)")
+    return problems
+
+
 problems = _problems()
 if problems:
     sys.exit("The course's JupyterHub cannot start here (hub/README.md):\n" + "\n".join(f"  - {p}" for p in problems))
 _make_exchange(pwd.getpwnam(INSTRUCTOR))
+if DRAWER_MB:
+    problems = _make_drawers(pwd.getpwnam(INSTRUCTOR))
+    if problems:
+        sys.exit("The course's JupyterHub cannot start here (hub/README.md):\n" +
+                 "\n".join(f"  - {p}" for p in problems))
 
 # ---------------------------------------------------------------------------------------------------------
 # JupyterHub and its proxy, on this machine only unless POSENC_HUB_IP says otherwise (put HTTPS in front first).

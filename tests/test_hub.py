@@ -43,6 +43,7 @@ from pathlib import Path
 
 import pytest
 from nbgrader.api import Gradebook
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 import synthetic
 from support import ROOT, VENV_BIN, free_port, watched_context
@@ -202,6 +203,11 @@ class Hub:
                                "--init-groups", "--", *cmd], cwd=user.pw_dir, env=environ, capture_output=True,
                               text=True, timeout=timeout)
 
+    def as_root(self, *cmd: str, timeout: float = 120) -> subprocess.CompletedProcess:
+        """A command run as root in the hub's view of the file system (where the students' drawers are mounted)."""
+        enter = [] if self.closed is None else ["nsenter", f"--target={self.proc.pid}", "--mount", "--"]
+        return subprocess.run([*enter, *cmd], capture_output=True, text=True, timeout=timeout)
+
     def log_text(self) -> str:
         return self.log.read_text(errors="replace") if self.log.exists() else ""
 
@@ -245,7 +251,7 @@ class Class:
     # Students who work from a terminal (never a browser here), each attacking the exchange one way:
     mallory: Account  # hands in as ada (a folder of hers named ada+...)
     eve: Account  # hands in links to the instructor's files, and a pipe
-    oscar: Account  # hands in more than the size limit, at submit and in inbound
+    oscar: Account  # hands in more than the size limit, at submit and in his drawer, and fills his drawer
     carol: Account  # hands in by hand after the due date, dated before it, without submission_secret.txt
     state: Path
 
@@ -284,7 +290,7 @@ def hub_class():
                    "POSENC_HUB_INSTRUCTOR": instructor.name,
                    "POSENC_HUB_STUDENTS": " ".join(a.name for a in (ada, bob, *attackers)),
                    "POSENC_HUB_PASSWORD": shared, "POSENC_HUB_INSTRUCTOR_PASSWORD": instructor.password,
-                   "POSENC_CELL_TIMEOUT": "30"}
+                   "POSENC_CELL_TIMEOUT": "30", "POSENC_HUB_DRAWER_MB": str(DRAWER_MB)}
             hub = Hub(env, ARTEFACTS / "hub.log", base / "python-view")
             hub.log.write_text("")
             hub.start()
@@ -293,6 +299,10 @@ def hub_class():
             finally:
                 hub.stop()
     finally:
+        # the drawers, where the hub mounted them in this view (under unshare they went with the hub's view)
+        mounts = [line.split()[1] for line in Path("/proc/self/mounts").read_text().splitlines()]
+        for point in sorted((m for m in mounts if m.startswith(f"{base}/")), reverse=True):
+            subprocess.run(["umount", "-l", point], capture_output=True)
         subprocess.run(["rm", "-rf", "--one-file-system", str(base)])
 
 
@@ -328,8 +338,17 @@ def nbgrader_menu(page) -> list[str]:
 
 
 def open_assignments(page) -> None:
-    page.locator("#jp-menu-panel .lm-MenuBar-itemLabel", has_text="Nbgrader").click()
-    page.locator('#jp-mainmenu-nbgrader li[data-command="nbgrader:open-assignment-list"]').click()
+    """Nbgrader > Assignments. A loaded JupyterLab may still be closing the menu the previous step opened (its
+    click then toggles the menu shut): the menu is opened again until the item shows, as a person would."""
+    item = page.locator('#jp-mainmenu-nbgrader li[data-command="nbgrader:open-assignment-list"]')
+    for _ in range(5):
+        page.locator("#jp-menu-panel .lm-MenuBar-itemLabel", has_text="Nbgrader").click()
+        try:
+            item.wait_for(state="visible", timeout=15_000)
+            break
+        except PlaywrightTimeout:
+            page.keyboard.press("Escape")
+    item.click()
     page.locator("#released_assignments_list").wait_for()
 
 
@@ -412,6 +431,23 @@ def parse_time(text: str) -> datetime.datetime:
 
 # Run as a student, in their home: args are a JSON object {"make": [[kind, path, arg], ...]} of entries to make,
 # in order (folder, file with text, sparse file of a size, symbolic link, pipe).
+DRAWER_MB = 64  # each student's drawer in the test's hub (POSENC_HUB_DRAWER_MB)
+FILL = r"""
+import errno, json, os, sys
+path, size = sys.argv[1], int(sys.argv[2])
+written, error = 0, None
+try:
+    with open(path, "wb") as out:
+        block = b"x" * (1 << 20)
+        while written < size:
+            written += out.write(block)
+            out.flush()
+        os.fsync(out.fileno())
+except OSError as exc:
+    error = errno.errorcode.get(exc.errno, str(exc.errno))
+print(json.dumps([written, error]))
+"""
+
 MAKE_ENTRIES = r"""
 import json, os, sys
 for kind, path, arg in json.loads(sys.argv[1]):
@@ -430,21 +466,45 @@ for kind, path, arg in json.loads(sys.argv[1]):
 """
 
 
+LIST_INBOUND = r"""
+import json, os, sys
+inbound = sys.argv[1]
+found = {}
+for drawer in sorted(os.listdir(inbound)):
+    path = os.path.join(inbound, drawer)
+    found[drawer] = {"mounted": os.path.ismount(path), "owner": os.lstat(path).st_uid,
+                     "entries": sorted(os.listdir(path)) if os.path.isdir(path) and not os.path.islink(path) else None}
+print(json.dumps(found))
+"""
+
+
+def inbound_entries(cls: Class) -> dict:
+    """{drawer: {"mounted", "owner", "entries"}} of inbound, as the hub sees it (the drawers are mounted there)."""
+    done = cls.hub.as_root(sys.executable, "-I", "-c", LIST_INBOUND, str(cls.exchange / "inbound"))
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def submissions_in_inbound(cls: Class) -> list[str]:
+    return sorted(n for d in inbound_entries(cls).values() for n in d["entries"] or [])
+
+
 def make_entries(cls: Class, account: Account, entries: list) -> None:
     done = cls.hub.run_as(account, sys.executable, "-I", "-c", MAKE_ENTRIES, json.dumps(entries))
     assert done.returncode == 0, done.stderr
 
 
 def attack_the_exchange(cls: Class, due: str) -> datetime.datetime:
-    """Each attack on nbgrader's exchange, made the way a student can in a terminal (the exchange's inbound folder
-    is writable by every student; hub/README.md); returns the time carol's folder claims."""
+    """Each attack on nbgrader's exchange, made the way a student can in a terminal (each student writes only in
+    their own drawer, inbound/<student>, a file system of its own; hub/README.md); returns the time carol's folder
+    claims."""
     inbound = cls.exchange / "inbound"
     lesson = (cls.exchange / "outbound" / CHAPTER / f"{CHAPTER}.ipynb").read_text()
     notebook = f"{CHAPTER}.ipynb"
     now = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
 
     def folder(account: Account, claimed: str, when: datetime.datetime, tag: str) -> Path:
-        return inbound / f"{claimed}+{CHAPTER}+{nbgrader_time(when)}+{tag}"
+        return inbound / account.name / f"{claimed}+{CHAPTER}+{nbgrader_time(when)}+{tag}"
 
     # mallory: a folder of hers named as ada's, newer than ada's own submissions.
     fake = folder(cls.mallory, cls.ada.name, now + datetime.timedelta(hours=1), "forged")
@@ -478,7 +538,20 @@ def attack_the_exchange(cls: Class, due: str) -> datetime.datetime:
     late = folder(cls.carol, cls.carol.name, claimed, "late")
     make_entries(cls, cls.carol, [["folder", str(late), None], ["text", str(late / notebook), lesson],
                                   ["text", str(late / "timestamp.txt"), nbgrader_time(claimed)]])
-    assert not any(p.name.startswith(f"{cls.oscar.name}+") and "big" not in p.name for p in inbound.iterdir())
+    assert not any(n.startswith(f"{cls.oscar.name}+") and "big" not in n for n in submissions_in_inbound(cls))
+    # oscar again: 2 GB written for real into his drawer stops at the drawer's size (the kernel says the disk is
+    # full), and nothing can be written in inbound itself, nor in a classmate's drawer.
+    fill = cls.hub.run_as(cls.oscar, sys.executable, "-I", "-c", FILL, str(inbound / cls.oscar.name / "fill.bin"),
+                          str(2 << 30))
+    assert fill.returncode == 0, fill.stderr
+    written, error = json.loads(fill.stdout)
+    assert error == "ENOSPC" and written <= DRAWER_MB << 20, (written, error)
+    for where in (inbound / "junk.bin", inbound / cls.ada.name / "junk.bin"):
+        tried = cls.hub.run_as(cls.oscar, sys.executable, "-I", "-c", FILL, str(where), str(1 << 20))
+        assert tried.returncode == 0 and json.loads(tried.stdout) == [0, "EACCES"], (where, tried.stdout, tried.stderr)
+    # ... which costs him his own drawer only: he frees it himself (his folder, his files).
+    freed = cls.hub.run_as(cls.oscar, "rm", "-f", str(inbound / cls.oscar.name / "fill.bin"))
+    assert freed.returncode == 0, freed.stderr
     return claimed
 
 
@@ -710,14 +783,18 @@ def test_a_class_on_the_hub(hub_class, browser):
         seen = what_can_read(hub, bob, others)
         assert all(seen[name] in ("denied", "missing") for name in others), seen
         assert seen[".git"] == "denied", seen
-        inbound = sorted(p.name for p in (cls.exchange / "inbound").iterdir())
+        drawers = inbound_entries(cls)
+        assert set(drawers) == {a.name for a in (ada, bob, cls.mallory, cls.eve, cls.oscar, cls.carol)}, drawers
+        assert all(d["mounted"] for d in drawers.values()), drawers  # each a file system of its own
+        assert all(d["owner"] == pwd.getpwnam(name).pw_uid for name, d in drawers.items()), drawers
+        inbound = submissions_in_inbound(cls)
         assert [n.split("+")[0] for n in inbound] == sorted([ada.name, ada.name, bob.name]), inbound
 
         # -- The hub restarts. Users' servers run on (their open pages keep working); users, sessions (the cookie
         # secret), the exchange and the gradebook (the due date) are all still there.
         hub.stop()
         hub.start()
-        assert sorted(p.name for p in (cls.exchange / "inbound").iterdir()) == inbound
+        assert submissions_in_inbound(cls) == inbound  # the drawers mounted again, their contents kept
         home = b_ctx.new_page()
         home.goto(f"{hub.url}/hub/home")
         assert "/hub/login" not in home.url, "bob's hub session did not survive the restart"
@@ -769,8 +846,9 @@ def test_a_class_on_the_hub(hub_class, browser):
         rows = {line.split()[0]: line.split() for line in output.splitlines() if line.split()
                 and line.split()[0] in (ada.name, bob.name)}
         cells = list(builder.a.points)  # the table's columns: the graded cells in the notebook's order
+        automatic = sum(solved.expected[g] for g in cells if g not in manual_ids)  # the total before hand grading
         assert rows[ada.name] == [ada.name, *("-" if g in manual_ids else f"{solved.expected[g]:g}" for g in cells),
-                                  "8"], output
+                                  f"{automatic:g}"], output
         assert rows[bob.name][:len(cells) + 3] == [bob.name, *["0"] * (len(cells) + 1), "REVIEW"], output
         assert probe_output(autograded) == "sandbox probe: False False", probe_output(autograded)
 
@@ -779,8 +857,8 @@ def test_a_class_on_the_hub(hub_class, browser):
             f"{hub.url}/user/{teacher.name}/formgrader/api/submitted_notebooks/{CHAPTER}/{CHAPTER}").json()
         ada_notebook = next(s for s in submissions if s["student"] == ada.name)
         fg.goto(f"{hub.url}/user/{teacher.name}/formgrader/submissions/{ada_notebook['id']}/?index=0")
-        manual = {"shift_proof": None, "relative_matrices": "2", "beyond_prediction": None}  # None: "Full credit"
-        assert set(manual) == set(manual_ids)
+        # every other written answer gets "Full credit" (None), the others 1 point typed in the box
+        manual = {g: None if i % 2 == 0 else "1" for i, g in enumerate(manual_ids)}
         for grade_id in manual:  # the page's grading boxes are ready once they show what waits for a grade
             fg.locator(f"input.score.needs_manual_grade#{grade_id}").wait_for()
         for grade_id, points in manual.items():
@@ -794,7 +872,7 @@ def test_a_class_on_the_hub(hub_class, browser):
         deadline = time.monotonic() + 30
         while any(gradebook(cls)[ada.name][0][g][1] for g in manual) and time.monotonic() < deadline:
             time.sleep(0.3)
-        fg.locator("input.score#shift_proof").scroll_into_view_if_needed()
+        fg.locator(f"input.score#{manual_ids[0]}").scroll_into_view_if_needed()
         shot(fg, "instructor_manual_grading")
 
         # -- Feedback: generated and released in formgrader, fetched by each student from the Assignments tab.
@@ -833,17 +911,19 @@ def test_a_class_on_the_hub(hub_class, browser):
         if grade_id in manual:
             continue
         assert ada_grades[grade_id][0] == want, f"ada {grade_id}: {ada_grades[grade_id]} != {want}"
-    assert [ada_grades[g][0] for g in manual] == [3.0, 2.0, 1.0], ada_grades
+    given = {g: builder.a.points[g] if typed is None else float(typed) for g, typed in manual.items()}
+    assert {g: ada_grades[g][0] for g in manual} == given, ada_grades
     for grade_id, want in hostile.expected.items():
         assert want == 0.0 and bob_grades[grade_id][0] == 0.0, f"bob {grade_id}: {bob_grades[grade_id]}"
     assert ada_late == 0 and bob_late > 0, (ada_late, bob_late)
     ada_total = sum(score for score, _ in ada_grades.values())
-    assert ada_total == 8 + 3 + 2 + 1
+    assert ada_total == automatic + sum(given.values())
 
     # -- Each student has their own feedback, and only theirs.
     (ada_page,), (bob_page,) = feedback_pages(ada), feedback_pages(bob)
-    assert page_total(ada_page) == (ada_total, 15.0)
-    assert page_total(bob_page) == (0.0, 15.0)
+    possible = float(sum(builder.a.points.values()))
+    assert page_total(ada_page) == (ada_total, possible)
+    assert page_total(bob_page) == (0.0, possible)
     assert ada_page.stat().st_uid == ada.pw.pw_uid and bob_page.stat().st_uid == bob.pw.pw_uid
     elapsed = time.monotonic() - started
     (ARTEFACTS / "timing.txt").write_text(f"the class on the hub took {elapsed:.0f} s\n")
