@@ -20,25 +20,37 @@ def my_rope_matrix(m, d, base=10000.0):
         R[2*i:2*i+2, 2*i:2*i+2] = b
     return R
 ''',
-    'my_rope_2d': r'''import math
+    'mixed_rope': r'''import math
 
-def my_rope_2d(x, rows, cols, base=10000.0):
-    # pairs as complex numbers; each half turns with its own coordinate, frequencies of a d/2 head
+def mixed_rope(x, rows, cols, freq_rows, freq_cols):
+    # pairs as complex numbers, each turned by r w_row + c w_col
     out = []
     for row, r, c in zip(np.asarray(x).tolist(), rows, cols):
-        d = len(row); h = d // 2
         new = []
-        for start, pos in ((0, c), (h, r)):
-            for i in range(h // 2):
-                z = complex(row[start + 2 * i], row[start + 2 * i + 1])
-                z *= complex(math.cos(int(pos) * base ** (-2.0 * i / h)), math.sin(int(pos) * base ** (-2.0 * i / h)))
-                new += [z.real, z.imag]
+        for i in range(len(row) // 2):
+            angle = int(r) * float(freq_rows[i]) + int(c) * float(freq_cols[i])
+            z = complex(row[2 * i], row[2 * i + 1]) * complex(math.cos(angle), math.sin(angle))
+            new += [z.real, z.imag]
         out.append(new)
     print("rotated", len(out), "patches")
     return out
+
+
+def axial_frequencies(d, base=10000.0):
+    q = d // 4
+    cols = [base ** (-2.0 * i / (d // 2)) for i in range(q)] + [0.0] * q
+    rows = [0.0] * q + [base ** (-2.0 * i / (d // 2)) for i in range(q)]
+    return rows, cols
 ''',
-    'half_to_interleaved': r'''def half_to_interleaved(d):
-    return [i // 2 + (i % 2) * (d // 2) for i in range(d)]
+    'convert_rows': r'''def convert_rows(W, heads, head_dim, rotary_dim):
+    # a new row order, head by head: even rotated rows, odd rotated rows, the rest
+    order = []
+    for h in range(heads):
+        start = h * head_dim
+        order += [start + j for j in range(0, rotary_dim, 2)]
+        order += [start + j for j in range(1, rotary_dim, 2)]
+        order += [start + j for j in range(rotary_dim, head_dim)]
+    return [list(np.asarray(W)[k]) for k in order]
 ''',
     'decode_step': r'''import math
 
@@ -76,20 +88,17 @@ def decode_step(q_new, k_new, k_cache, mask, base=10000.0):
     out = np.concatenate([z.real, z.imag], axis=-1)
     return torch.from_numpy(out).to(x.dtype)
 ''',
-    'short_of_a_turn': r'''import math
+    'short_pairs': r'''import math
 
-def short_of_a_turn(d, base, L):
-    # a pair is short of a turn when its wavelength 2 pi base^(2i/d) exceeds L
-    short = 0
-    for i in range(d // 2):
-        wavelength = 2 * math.pi / (base ** (-2.0 * i / d))
-        if L < wavelength:
-            short += 1
-    return short / (d // 2)
+def short_pairs(d, base, L):
+    # short iff 2i/d > log_base(L / 2 pi): count the integers i in (x, d/2) with x = (d/2) log_base(L/2pi)
+    x = d / 2 * math.log(L / (2 * math.pi), base)
+    first_short = math.floor(x) + 1 if x >= 0 else 0
+    return max(d // 2 - first_short, 0)
 
 
-llama2_fraction = short_of_a_turn(128, 10000.0, 4096)
-llama3_fraction = short_of_a_turn(128, 500000.0, 8192)
+llama2_fraction = short_pairs(128, 10000.0, 4096) / 64
+llama3_fraction = short_pairs(128, 500000.0, 8192) / 64
 ''',
 }
 
@@ -101,22 +110,14 @@ WARNING_VARIANTS = {
 
 # Correct in float32 throughout, written by hand (the others: the model solution wrapped in float32).
 FLOAT32_BY_HAND = {
-    # issue 33's student: the fraction of pairs, in float32
-    'short_of_a_turn': r'''def short_of_a_turn(d, base, L):
-    theta = np.float32(base) ** (-np.arange(0, d, 2, dtype=np.float32) / np.float32(d))
-    return np.float32(np.mean(L * theta < 2 * np.pi))
-
-
-llama2_fraction = short_of_a_turn(128, 10000.0, 4096)
-llama3_fraction = short_of_a_turn(128, 500000.0, 8192)
-''',
 }
 
 
 # Exercises whose prompt pins float64, with the reason the prompt gives: no float32 student is owed there.
 FLOAT64_PINNED = {
     'my_rope_matrix': "angles in float64, the chapter's precision rule: a float32 angle at position m is off by about m·1e-7",
-    'my_rope_2d': "angles in float64, the chapter's precision rule: a float32 angle at position m is off by about m·1e-7",
+    'mixed_rope': "angles in float64, the chapter's precision rule: a float32 angle at position m is off by about m·1e-7",
+    'short_pairs': "counts in the hundreds of billions for d up to 1e12: float32's seven digits cannot hold them",
     'decode_step': "angles in float64, the chapter's precision rule: a float32 angle at position m is off by about m·1e-7",
     'fixed_rope': "angles in float64, the chapter's precision rule: a float32 angle at position m is off by about m·1e-7",
 }
@@ -125,4 +126,75 @@ FLOAT64_PINNED = {
 # Plausible wrong answers, each a solution cell's source with a mistake a student would make: each must lose
 # its exercise's points on every draw ({solution id: {what is wrong: source}}).
 PLAUSIBLY_WRONG = {
+    'mixed_rope': {
+        "turns by the row only": r'''def mixed_rope(x, rows, cols, freq_rows, freq_cols):
+    return posenc.apply_rope(np.asarray(x, dtype=float), rows, frequencies=freq_rows)
+''' + '''
+
+def axial_frequencies(d, base=10000.0):
+    half, zeros = posenc.rope_frequencies(d // 2, base), np.zeros(d // 4)
+    return np.concatenate([zeros, half]), np.concatenate([half, zeros])
+''',
+        "reading order m = r * 100 + c with one frequency list": r'''def mixed_rope(x, rows, cols, freq_rows, freq_cols):
+    m = np.asarray(rows) * 100 + np.asarray(cols)
+    return posenc.apply_rope(np.asarray(x, dtype=float), m, frequencies=freq_cols)
+
+
+def axial_frequencies(d, base=10000.0):
+    half, zeros = posenc.rope_frequencies(d // 2, base), np.zeros(d // 4)
+    return np.concatenate([zeros, half]), np.concatenate([half, zeros])
+''',
+    },
+    'convert_rows': {
+        "permutes the whole head, ignoring rotary_dim": r'''def convert_rows(W, heads, head_dim, rotary_dim):
+    per_head = np.r_[np.arange(0, head_dim, 2), np.arange(1, head_dim, 2)]
+    rows = (np.arange(heads)[:, None] * head_dim + per_head).reshape(-1)
+    return np.asarray(W)[rows]
+''',
+        "the inverse permutation (half to interleaved)": r'''def convert_rows(W, heads, head_dim, rotary_dim):
+    r = rotary_dim
+    inv = np.arange(r).reshape(2, r // 2).T.reshape(-1)
+    per_head = np.r_[inv, np.arange(r, head_dim)]
+    rows = (np.arange(heads)[:, None] * head_dim + per_head).reshape(-1)
+    return np.asarray(W)[rows]
+''',
+    },
+    'fixed_rope': {
+        "angles in float32, as transformers computes them": r'''def fixed_rope(x, positions, base=10000.0):
+    d = x.shape[-1]
+    inv_freq = base ** (-torch.arange(0, d, 2, dtype=torch.float32) / d)
+    angles = positions.to(torch.float32)[:, None] * inv_freq
+    cos = torch.cat([angles.cos(), angles.cos()], dim=-1).to(x.dtype)
+    sin = torch.cat([angles.sin(), angles.sin()], dim=-1).to(x.dtype)
+    first, second = x[..., : d // 2], x[..., d // 2 :]
+    return x * cos + torch.cat([-second, first], dim=-1) * sin
+''',
+        "precision fixed, tables still repeat_interleave'd (interleaved pairs)": r'''def fixed_rope(x, positions, base=10000.0):
+    d = x.shape[-1]
+    inv_freq = base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
+    angles = positions.to(torch.float64)[:, None] * inv_freq
+    cos = angles.cos().repeat_interleave(2, dim=-1).to(x.dtype)
+    sin = angles.sin().repeat_interleave(2, dim=-1).to(x.dtype)
+    first, second = x[..., : d // 2], x[..., d // 2 :]
+    return x * cos + torch.cat([-second, first], dim=-1) * sin
+''',
+    },
+    'short_pairs': {
+        "ceil at the boundary: a pair with exactly one turn counted as short": r'''def short_pairs(d, base, L):
+    x = (d / 2) * np.log(L / (2 * np.pi)) / np.log(base)
+    return d // 2 - min(max(int(np.ceil(x)), 0), d // 2)
+
+
+llama2_fraction = short_pairs(128, 10000.0, 4096) / 64
+llama3_fraction = short_pairs(128, 500000.0, 8192) / 64
+''',
+        "counts an array of frequencies (the mean of the chapter's first version)": r'''def short_pairs(d, base, L):
+    theta = base ** (-np.arange(0, d, 2) / d)
+    return int(np.sum(L * theta < 2 * np.pi))
+
+
+llama2_fraction = short_pairs(128, 10000.0, 4096) / 64
+llama3_fraction = short_pairs(128, 500000.0, 8192) / 64
+''',
+    },
 }
