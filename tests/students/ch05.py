@@ -4,6 +4,37 @@ plausible wrong ones. Assembled for the whole course by tests/differently_correc
 
 CHAPTER = '05_alibi'
 
+_ARENA_LINES = r'''
+
+runs = ArenaResults()  # the arena's results: keep these lines as they are
+edges = np.array(runs.data["bucket_edges"])
+L_train = runs.train_len
+far_change = {}
+for name in ("alibi", "rope"):
+    curve = np.array([b["values"] for b in runs.summary[name]["curve"]])
+    far_change[name] = (range_loss(curve, edges, 4 * L_train, 16 * L_train)
+                        - range_loss(curve, edges, L_train // 2, L_train))
+'''
+
+_SLOPES_LINES = r'''
+
+slopes_8 = my_alibi_slopes(8)
+slopes_12 = my_alibi_slopes(12)
+'''
+
+_SOFTMAX = r'''
+def _softmax_rows(logits):
+    top = logits.max(axis=-1, keepdims=True)
+    with np.errstate(invalid="ignore"):
+        e = np.exp(logits - top)
+        return e / e.sum(axis=-1, keepdims=True)
+'''
+
+_KEYS_LINES = r'''
+
+keys_8 = np.array([effective_keys(m, 2048) for m in posenc.alibi_slopes(8)])
+'''
+
 
 # Correct, written differently (loops, lists, math instead of numpy, other formulas, prints): full marks.
 DIFFERENT = {
@@ -16,11 +47,7 @@ def my_alibi_slopes(n_heads):
     for k in range(1, H - c + 1):
         slopes.append(2.0 ** (-8.0 * (2 * k - 1) / (2 * c)))
     return np.array(slopes, dtype=np.float64)
-
-
-slopes_8 = my_alibi_slopes(8)
-slopes_12 = my_alibi_slopes(12)
-''',
+''' + _SLOPES_LINES,
     'last_token_weights': r'''def last_token_weights(scores, m):
     s = [float(x) for x in scores]
     L = len(s)
@@ -37,14 +64,6 @@ slopes_12 = my_alibi_slopes(12)
         for i in range(L):
             for j in range(i + 1):
                 out[h, i, j] = -slopes[h] * (i - j)
-    return out
-''',
-    'fixed_alibi_logits': r'''def fixed_alibi_logits(scores, m, past):
-    rows = [[float(x) for x in row] for row in scores]
-    out = []
-    for r, row in enumerate(rows):
-        i = past + r  # where this query really sits
-        out.append([x - m * (i - j) if j <= i else -math.inf for j, x in enumerate(row)])
     return out
 ''',
     'slopes_for_spans': r'''def slopes_for_spans(spans, L, mass=0.9):
@@ -154,4 +173,20 @@ FLOAT64_PINNED = {
 # Plausible wrong answers, each a solution cell's source with a mistake a student would make: each must lose
 # its exercise's points on every draw ({solution id: {what is wrong: source}}).
 PLAUSIBLY_WRONG = {
+    'my_alibi_slopes': {
+        "the power-of-two formula for every head count": r'''def my_alibi_slopes(n_heads):
+    h = np.arange(1, n_heads + 1)
+    return 2.0 ** (-8.0 * h / n_heads)
+''' + _SLOPES_LINES,
+        "geometric means of the c slopes without 1 in front": r'''def my_alibi_slopes(n_heads):
+    c = 1 << (int(n_heads).bit_length() - 1)
+    base = 2.0 ** (-8.0 * np.arange(1, c + 1) / c)
+    means = np.sqrt(base[:-1] * base[1:])
+    return np.concatenate([base, means[: n_heads - c]])
+''' + _SLOPES_LINES,
+        "the first H slopes of the next power of two": r'''def my_alibi_slopes(n_heads):
+    c = 1 << (int(n_heads) - 1).bit_length()  # smallest 2^k >= n_heads
+    return (2.0 ** (-8.0 * np.arange(1, c + 1) / c))[:n_heads]
+''' + _SLOPES_LINES,
+    },
 }
