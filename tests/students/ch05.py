@@ -48,15 +48,17 @@ def my_alibi_slopes(n_heads):
         slopes.append(2.0 ** (-8.0 * (2 * k - 1) / (2 * c)))
     return np.array(slopes, dtype=np.float64)
 ''' + _SLOPES_LINES,
-    'last_token_weights': r'''def last_token_weights(scores, m):
-    s = [float(x) for x in scores]
-    L = len(s)
-    logits = [s[j] - m * (L - 1 - j) for j in range(L)]
-    top = max(logits)
-    e = [math.exp(z - top) for z in logits]
-    tot = math.fsum(e)
-    return [x / tot for x in e]
-''',
+    'effective_keys': r'''import math
+
+def effective_keys(m, L):
+    if m == 0:
+        return L  # an int: L equal weights
+    x = m * L
+    log_z = math.log(-math.expm1(-x)) - math.log(-math.expm1(-m))
+    mean = 1 / math.expm1(m) - (L / math.expm1(x) if x < 700 else 0.0)
+    print("H =", log_z + m * mean)
+    return math.exp(log_z + m * mean)
+''' + _KEYS_LINES,
     'causal_alibi': r'''def causal_alibi(n_heads, L):
     slopes = my_alibi_slopes(n_heads)
     out = np.full((n_heads, L, L), -np.inf)
@@ -149,6 +151,14 @@ arena_table = scheme_table(json.loads(posenc.ARENA_RESULTS.read_text()))
 
 # Correct, and printing a numpy RuntimeWarning on the way: full marks.
 WARNING_VARIANTS = {
+    'effective_keys': r'''def effective_keys(m, L):
+    if m == 0:
+        return float(L)
+    # np.expm1(m * L) overflows to inf past m L = 710 (a RuntimeWarning): L / inf = 0
+    mean = 1 / np.expm1(m) - L / np.expm1(np.float64(m) * L)
+    log_z = np.log(-np.expm1(-m * L)) - np.log(-np.expm1(-m))
+    return float(np.exp(m * mean + log_z))
+''' + _KEYS_LINES,
     'causal_alibi': r'''def causal_alibi(n_heads, L):
     i = np.arange(L)[:, None]; j = np.arange(L)[None, :]
     dist = (i - j).astype(float)
@@ -167,6 +177,7 @@ FLOAT32_BY_HAND = {
 # Exercises whose prompt pins float64, with the reason the prompt gives: no float32 student is owed there.
 FLOAT64_PINNED = {
     'slopes_for_spans': "the prompt asks for a relative accuracy of 1e-8, beyond float32's 7 digits",
+    'effective_keys': "slopes down to 1e-9, where e^{-m} rounds to exactly 1 in float32",
 }
 
 
@@ -188,5 +199,37 @@ PLAUSIBLY_WRONG = {
     c = 1 << (int(n_heads) - 1).bit_length()  # smallest 2^k >= n_heads
     return (2.0 ** (-8.0 * np.arange(1, c + 1) / c))[:n_heads]
 ''' + _SLOPES_LINES,
+    },
+    'effective_keys': {
+        "the infinite-length formula for every L": r'''def effective_keys(m, L):
+    m = max(float(m), 1e-300)
+    entropy = m / np.expm1(m) - np.log(-np.expm1(-m))
+    return float(np.exp(entropy))
+''' + _KEYS_LINES,
+        "the entropy, not its exponential": r'''def effective_keys(m, L):
+    m, L = float(m), int(L)
+    if m == 0.0:
+        return float(np.log(L))
+    tail = -np.expm1(-m * L)
+    mean = 1.0 / np.expm1(m) - L * np.exp(-m * L) / tail
+    return float(m * mean + np.log(tail) - np.log(-np.expm1(-m)))
+''' + _KEYS_LINES,
+        "the mean distance of the untruncated weights": r'''def effective_keys(m, L):
+    m, L = float(m), int(L)
+    if m == 0.0:
+        return float(L)
+    mean = 1.0 / np.expm1(m)
+    log_z = np.log(-np.expm1(-m * L)) - np.log(-np.expm1(-m))
+    return float(np.exp(m * mean + log_z))
+''' + _KEYS_LINES,
+    },
+    'attention_span': {
+        "the long-sequence approximation ln(1/(1 - mass))/m - 1": r'''def attention_span(m, L, mass=0.9):
+    return int(max(np.ceil(-np.log1p(-mass) / m) - 1, 0))
+''',
+        "rounded to the nearest distance instead of up": r'''def attention_span(m, L, mass=0.9):
+    need = -np.log1p(-mass * -np.expm1(-m * L)) / m
+    return int(min(max(np.round(need) - 1, 0), L - 1))
+''',
     },
 }
