@@ -59,13 +59,31 @@ def effective_keys(m, L):
     print("H =", log_z + m * mean)
     return math.exp(log_z + m * mean)
 ''' + _KEYS_LINES,
-    'causal_alibi': r'''def causal_alibi(n_heads, L):
-    slopes = my_alibi_slopes(n_heads)
-    out = np.full((n_heads, L, L), -np.inf)
-    for h in range(n_heads):
-        for i in range(L):
-            for j in range(i + 1):
-                out[h, i, j] = -slopes[h] * (i - j)
+    'fixed_key_only_weights': r'''def fixed_key_only_weights(scores, key_mask, m):
+    # the relative form -m (p_i - p_j), in loops, as nested lists
+    out = []
+    for b, rows in enumerate(scores):
+        mask = [bool(x) for x in key_mask[b]]
+        S = len(mask)
+        pos, count = [], 0
+        for ok in mask:
+            pos.append(count)  # real tokens before this slot
+            count += ok
+        q_len = len(rows)
+        block = []
+        for r, row in enumerate(rows):
+            i = S - q_len + r
+            logits = [float(row[j]) - m * (pos[i] - pos[j])
+                      for j in range(S) if mask[j] and j <= i]
+            if not mask[i] or not logits:
+                block.append([0.0] * S)  # a padding query: not checked
+                continue
+            top = max(logits)
+            e = [math.exp(float(row[j]) - m * (pos[i] - pos[j]) - top)
+                 if mask[j] and j <= i else 0.0 for j in range(S)]
+            total = math.fsum(e)
+            block.append([x / total for x in e])
+        out.append(block)
     return out
 ''',
     'slopes_for_spans': r'''def slopes_for_spans(spans, L, mass=0.9):
@@ -159,13 +177,6 @@ WARNING_VARIANTS = {
     log_z = np.log(-np.expm1(-m * L)) - np.log(-np.expm1(-m))
     return float(np.exp(m * mean + log_z))
 ''' + _KEYS_LINES,
-    'causal_alibi': r'''def causal_alibi(n_heads, L):
-    i = np.arange(L)[:, None]; j = np.arange(L)[None, :]
-    dist = (i - j).astype(float)
-    # log of a mask: log(1) = 0 where allowed, log(0) = -inf in the future (a RuntimeWarning)
-    mask = np.log((j <= i).astype(float))
-    return -my_alibi_slopes(n_heads)[:, None, None] * dist + mask
-''',
 }
 
 
@@ -222,6 +233,32 @@ PLAUSIBLY_WRONG = {
     log_z = np.log(-np.expm1(-m * L)) - np.log(-np.expm1(-m))
     return float(np.exp(m * mean + log_z))
 ''' + _KEYS_LINES,
+    },
+    'fixed_key_only_weights': {
+        "the slot index as the position (the colleague's version)": r'''def fixed_key_only_weights(scores, key_mask, m):
+    batch, q_len, S = np.shape(scores)
+    slot = np.arange(S)
+    seen = slot[None, :] <= slot[S - q_len:][:, None]
+    allowed = np.asarray(key_mask)[:, None, :] & seen[None]
+    return _softmax_rows(np.where(allowed, np.asarray(scores) + m * slot, -np.inf))
+''' + _SOFTMAX,
+        "the key-only bias subtracted": r'''def fixed_key_only_weights(scores, key_mask, m):
+    key_mask = np.asarray(key_mask, dtype=bool)
+    batch, q_len, S = np.shape(scores)
+    position = np.cumsum(key_mask, axis=-1) - 1
+    slot = np.arange(S)
+    seen = slot[None, :] <= slot[S - q_len:][:, None]
+    allowed = key_mask[:, None, :] & seen[None]
+    return _softmax_rows(np.where(allowed, np.asarray(scores) - m * position[:, None, :], -np.inf))
+''' + _SOFTMAX,
+        "positions counted, padding keys left unmasked": r'''def fixed_key_only_weights(scores, key_mask, m):
+    key_mask = np.asarray(key_mask, dtype=bool)
+    batch, q_len, S = np.shape(scores)
+    position = np.cumsum(key_mask, axis=-1) - 1
+    slot = np.arange(S)
+    seen = slot[None, :] <= slot[S - q_len:][:, None]
+    return _softmax_rows(np.where(seen[None], np.asarray(scores) + m * position[:, None, :], -np.inf))
+''' + _SOFTMAX,
     },
     'attention_span': {
         "the long-sequence approximation ln(1/(1 - mass))/m - 1": r'''def attention_span(m, L, mass=0.9):
