@@ -135,28 +135,14 @@ q_demo = draw.normal(size=16)
 k_demo, v_demo = draw.normal(size=(2, 4096, 16))
 arena_change = [window_change(q_demo, k_demo, v_demo, m, 256) for m in posenc.alibi_slopes(4)]
 ''',
-    'scheme_table': r'''def scheme_table(results):
-    cfg = results["config"]
-    top = sorted(results["eval_lengths"])[-1]
-    seeds = sorted(results["seeds"])
-    out = {}
-    for name in results["models"]:
-        total, count = 0.0, 0
-        for s in seeds:
-            numbers = results["seeds"][s][name]
-            last = numbers["loss_beyond_train"].get(str(top))
-            if last is None:
-                total = math.nan
-            else:
-                total += last - numbers["loss"][str(cfg["train_len"])]
-            count += 1
-        extra = results["seeds"][seeds[0]][name]["parameters"] - results["seeds"][seeds[0]]["none"]["parameters"]
-        out[name] = [extra, total / count]
-    return out
-
-
-arena_table = scheme_table(json.loads(posenc.ARENA_RESULTS.read_text()))
-''',
+    'range_loss': r'''def range_loss(curve, edges, start, stop):
+    # one row per position, then the plain mean over the positions asked for
+    curve = np.asarray(curve, dtype=float)
+    widths = np.diff(np.asarray(edges)).astype(int)
+    per_position = np.repeat(curve, widths, axis=0)
+    first = int(edges[0])
+    return per_position[int(start) - first: int(stop) - first].mean(axis=0)
+''' + _ARENA_LINES,
     'attention_span': r'''def attention_span(m, L, mass=0.9):
     denom = -math.expm1(-m * L)
     for D in range(L):
@@ -268,5 +254,19 @@ PLAUSIBLY_WRONG = {
     need = -np.log1p(-mass * -np.expm1(-m * L)) / m
     return int(min(max(np.round(need) - 1, 0), L - 1))
 ''',
+    },
+    'range_loss': {
+        "the buckets' plain mean, ignoring their widths": r'''def range_loss(curve, edges, start, stop):
+    curve, edges = np.asarray(curve, dtype=float), np.asarray(edges)
+    inside = (edges[:-1] >= start) & (edges[1:] <= stop)
+    return curve[inside].mean(axis=0)
+''' + _ARENA_LINES,
+        "the bucket that starts at stop included": r'''def range_loss(curve, edges, start, stop):
+    curve, edges = np.asarray(curve, dtype=float), np.asarray(edges)
+    inside = (edges[:-1] >= start) & (edges[:-1] <= stop)
+    inside &= np.arange(len(inside)) < len(curve)
+    widths = np.diff(edges)[inside]
+    return widths @ curve[inside] / widths.sum()
+''' + _ARENA_LINES,
     },
 }
