@@ -23,8 +23,7 @@ def t2t_signal(positions, d, max_timescale=1e4):
 ''',
     'layout_fix': r'''def layout_fix(d):
     # The colleague paired dimension i with i + d/2 (all sines, then all cosines);
-    # the encoding pairs 2i with 2i + 1. Read it off R(1) itself: the partner of
-    # row i in the colleague's matrix is the other nonzero column.
+    # the encoding pairs 2i with 2i + 1, so take i and i + d/2 pair by pair.
     half = d // 2
     order = []
     for i in range(half):
