@@ -46,9 +46,13 @@ CALLS_REFERENCE = {
                      "    return posenc.attention(q, k, v, causal=True, return_weights=True)\n",
     },
     "02_sinusoidal": {
-        "pe_table": "def pe_table(positions, d, base=10000.0):\n    return posenc.sinusoidal(positions, d, base)\n",
-        "pe_dot": "def pe_dot(m, n, d, base=10000.0):\n    return posenc.sinusoidal_dot(m, n, d, base)\n",
-        "shift": "def shift(k, d, base=10000.0):\n    return posenc.shift_matrix(k, d, base)\n",
+        # Tensor2Tensor's frequencies are posenc's at another base, max_timescale^(n / (n - 1)): the reference,
+        # reordered into the half layout
+        "t2t_signal": "def t2t_signal(positions, d, max_timescale=1e4):\n"
+                      "    n = d // 2\n"
+                      "    pe = posenc.sinusoidal(positions, d, max_timescale ** (n / (n - 1)))\n"
+                      "    return np.concatenate([pe[:, 0::2], pe[:, 1::2]], axis=1)\n",
+        "layout_fix": "def layout_fix(d):\n    return posenc.layout_permutation(d, 'half', 'interleaved')\n",
     },
 }
 
@@ -57,11 +61,11 @@ CALLS_REFERENCE = {
 USES_NARRATIVE = {
     "02_sinusoidal": {
         # `train_length` (512) comes only from the narrative cell of the extrapolation section.
-        "beyond_measure": "seen = posenc.sinusoidal(np.arange(train_length), 128)\n"
-                          "unseen = posenc.sinusoidal(np.arange(train_length, 4 * train_length), 128)\n"
-                          "cos_sim = unseen @ seen.T / 64\n"
-                          "nearest_position = np.argmax(cos_sim, axis=1)\n"
-                          "nearest_similarity = np.max(cos_sim, axis=1)\n",
+        "beyond_measure": "train = posenc.sinusoidal(np.arange(train_length), 128)\n"
+                          "new = posenc.sinusoidal(np.arange(train_length, 4 * train_length), 128)\n"
+                          "similarity = new @ train.T / 64\n"
+                          "nearest_position = np.argmax(similarity, axis=1)\n"
+                          "nearest_similarity = np.max(similarity, axis=1)\n",
     },
 }
 

@@ -365,7 +365,7 @@ def test_a_lost_process_is_a_failed_verdict_not_a_crash():
     channel = ProcessChannel(sources, cwd=course.SOLUTIONS / "02_sinusoidal")
     channel.proc.kill()
     channel.proc.wait()
-    decided = verdict.judge(tests["test_pe_table"], setup, channel, salt=1)
+    decided = verdict.judge(tests["test_t2t_signal"], setup, channel, salt=1)
     assert not decided.passed and decided.lost
 
 
