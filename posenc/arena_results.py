@@ -8,6 +8,7 @@ the file is known in one place.
     runs.delta("alibi", 1024)              # per seed, the loss at 1024 minus the same model's at L_train
     runs.extension("yarn", 1024, scale=4)  # the RoPE model with YaRN at s = 4, the seeds' losses at 1024
     runs.sampled("dynamic_ntk", 1024)      # on the positions dynamic NTK was scored at
+    runs.curve("alibi"), runs.bucket_edges  # the per-position loss, (buckets, n_seeds), and the buckets' edges
 
 Reading needs numpy and json only (no torch, no arena). It holds no rule of the arena (the verdict between two
 models is an exercise: the kernel that grades it sees posenc), only where each number is stored.
@@ -71,6 +72,16 @@ class ArenaResults:
     def eval_lengths(self) -> list[int]:
         return sorted(int(length) for length in self.data["eval_lengths"])
 
+    @property
+    def bucket_edges(self) -> np.ndarray:
+        """The edges of the position buckets the per-position curves are averaged over (int64, n_buckets + 1)."""
+        return np.array(self.data["bucket_edges"], dtype=np.int64)
+
+    def curve(self, model: str) -> np.ndarray:
+        """The model's per-position loss: its mean loss in each position bucket (:attr:`bucket_edges`), per seed,
+        float64 (n_buckets, n_seeds); a model whose table ends early (learned) has fewer buckets."""
+        return np.array([bucket["values"] for bucket in self.summary[model]["curve"]], dtype=np.float64)
+
     def lengths(self, model: str, key: str = "loss") -> list[int]:
         """The evaluation lengths at which ``model`` has ``key`` (the learned model stops at its table's rows)."""
         return sorted(int(length) for length in self.summary[model][key])
@@ -111,7 +122,7 @@ class ArenaResults:
         """Every name :meth:`sampled` reads: ``model`` (plain), each ``"<method>@<s>"``, ``"dynamic_ntk"``."""
         return [*self._extensions(model)["same_positions"], "dynamic_ntk"]
 
-    def curve(self, method: str, scale: float, model: str = "rope") -> dict:
+    def extension_curve(self, method: str, scale: float, model: str = "rope") -> dict:
         """The stored per-position loss curve of ``model`` with ``method`` at the fixed ``scale`` (the layout of
         a model's ``curve``)."""
         return self._extensions(model)["fixed"][method][f"{scale:g}"]["curve"]

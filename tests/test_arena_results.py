@@ -63,7 +63,7 @@ def test_the_extensions_are_the_stored_values():
         for L, entry in ext["per_length"][method].items():
             assert runs.extension(method, int(L)).tolist() == entry["loss"]["values"]
         for scale, entry in ext["fixed"][method].items():
-            assert runs.curve(method, float(scale)) is entry["curve"]
+            assert runs.extension_curve(method, float(scale)) is entry["curve"]
             for L, spread in entry["loss"].items():
                 assert runs.extension(method, int(L), scale=int(scale)).tolist() == spread["values"]
     names = runs.sampled_names()
@@ -72,3 +72,13 @@ def test_the_extensions_are_the_stored_values():
         entry = ext["dynamic_ntk"] if name == "dynamic_ntk" else ext["same_positions"][name]
         for L, spread in entry["loss"].items():
             assert runs.sampled(name, int(L)).tolist() == spread["values"]
+
+
+@pytest.mark.parametrize("model", RAW["models"])
+def test_a_curve_is_the_stored_spreads_per_bucket(model):
+    runs = ArenaResults(RAW)
+    stored = RAW["summary"][model]["curve"]
+    curve = runs.curve(model)
+    assert curve.shape == (len(stored), runs.n_seeds) and curve.dtype == np.float64
+    assert curve.tolist() == [bucket["values"] for bucket in stored]
+    assert runs.bucket_edges.tolist() == RAW["bucket_edges"] and len(stored) <= len(RAW["bucket_edges"]) - 1
