@@ -16,6 +16,7 @@ from pathlib import Path
 
 from . import BUILD, RESULTS
 from .check import TOLERANCE, compare, report
+from .stats import MARGIN, Z
 from .config import SMOKE, Config
 from .run import cache_folder, run, to_json
 
@@ -60,6 +61,11 @@ def main(argv=None) -> int:
     result["check"] = {"tolerance": TOLERANCE,
                        "rule": "python -m arena --check: |rerun - committed| <= tolerance for each kind of number, "
                                "every other number (parameters, scales, positions, configuration, corpus) equal"}
+    # the paired rule's settings travel with the numbers, so a chapter's hidden test reads them from the file
+    result["verdict_rule"] = {"margin": MARGIN, "z": Z,
+                              "rule": "a - b is 'lower' when in every seed its mean over windows is below "
+                                      "-max(z * SE, margin), 'higher' when above +max(z * SE, margin), "
+                                      "'unresolved' otherwise (arena.stats, posenc.verdicts.paired_verdict)"}
     print(f"ran in {result['wall_seconds']:.0f} s wall ({result['machine']['models_from_cache']} models from the "
           f"cache), {result['cpu_seconds']:.0f} s CPU in the workers over all models "
           f"(load average {result['machine']['load_average_start']} -> {result['machine']['load_average_end']})",

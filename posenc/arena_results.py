@@ -136,9 +136,85 @@ class ArenaResults:
             return values(ext["per_length"][method][str(int(length))]["loss"])
         return values(ext["fixed"][method][f"{scale:g}"]["loss"][str(int(length))])
 
-    def sampled(self, name: str, length: int, model: str = "rope") -> np.ndarray:
+    def sampled(self, name: str, length: int, model: str = "rope", factor: float = 1.0) -> np.ndarray:
         """The seeds' losses at ``length`` on the sample of positions dynamic NTK was scored at: ``name`` is
-        ``"dynamic_ntk"``, ``model`` itself (plain) or ``"<method>@<s>"`` (a static method at the fixed scale s)."""
-        ext = self._extensions(model)
-        entry = ext["dynamic_ntk"] if name == "dynamic_ntk" else ext["same_positions"][name]
-        return values(entry["loss"][str(int(length))])
+        ``"dynamic_ntk"`` (with transformers' ``factor``), ``model`` itself (plain) or ``"<method>@<s>"`` (a
+        static method at the fixed scale s)."""
+        return values(self._sampled_entry(self._extensions(model), name, factor)["loss"][str(int(length))])
+
+    @staticmethod
+    def _sampled_entry(ext: dict, name: str, factor: float) -> dict:
+        if name != "dynamic_ntk":
+            return ext["same_positions"][name]
+        dynamic = ext["dynamic_ntk"]
+        return dynamic if "loss" in dynamic else dynamic[f"{factor:g}"]  # one factor, or one entry per factor
+
+    # Per-window losses (layout 3): every comparison is paired, seed by seed and window by window, so the readers
+    # below return ``(n_seeds, n_windows)`` arrays of the same windows in the same order, for
+    # :func:`posenc.verdicts.paired_verdict`.
+
+    @property
+    def rule(self) -> dict:
+        """The paired rule's settings the results were judged with: ``{"margin": nats, "z": standard errors}``."""
+        return self.data["verdict_rule"]
+
+    def _per_seed_record(self, model: str) -> list[dict]:
+        return [run[model] for run in self.data["seeds"].values()]
+
+    @staticmethod
+    def _stack(rows) -> np.ndarray:
+        return np.array(list(rows), dtype=np.float64)
+
+    def windows(self, model: str, length: int) -> np.ndarray:
+        """``model``'s loss at ``length`` in each held-out window, per seed: float64 (n_seeds, n_windows)."""
+        return self._stack(run["windows"][str(int(length))] for run in self._per_seed_record(model))
+
+    def extension_windows(self, method: str, length: int, scale: float | None = None,
+                          model: str = "rope") -> np.ndarray:
+        """:meth:`extension`, per window: (n_seeds, n_windows)."""
+        if scale is None:
+            return self._stack(run["extensions"]["per_length"][method][str(int(length))]["windows"]
+                               for run in self._per_seed_record(model))
+        return self._stack(run["extensions"]["fixed"][method][f"{scale:g}"]["windows"][str(int(length))]
+                           for run in self._per_seed_record(model))
+
+    def sampled_windows(self, name: str, length: int, model: str = "rope", factor: float = 1.0) -> np.ndarray:
+        """:meth:`sampled`, per window: (n_seeds, n_windows)."""
+        return self._stack(self._sampled_entry(run["extensions"], name, factor)["windows"][str(int(length))]
+                           for run in self._per_seed_record(model))
+
+    def dynamic_factors(self, model: str = "rope") -> list[float]:
+        """The factors s dynamic NTK was run with."""
+        return [float(f) for f in self._extensions(model)["dynamic_ntk"]]
+
+    def truncated_windows(self, model: str, length: int) -> np.ndarray:
+        """Control 1, per window: ``model``'s loss at ``length`` with every position's context cut to about
+        L_train (n_seeds, n_windows)."""
+        return self._stack(run["truncated"]["windows"][str(int(length))] for run in self._per_seed_record(model))
+
+    def finetune_methods(self, model: str = "rope") -> list[str]:
+        """The fine-tuning arm's methods ("default" is the control: longer windows, no rescaling)."""
+        return list(self._per_seed_record(model)[0]["finetuned"])
+
+    def finetuned_windows(self, method: str, length: int, model: str = "rope") -> np.ndarray:
+        """The fine-tuning arm, per window: ``model`` fine-tuned with ``method`` (n_seeds, n_windows)."""
+        return self._stack(run["finetuned"][method]["windows"][str(int(length))]
+                           for run in self._per_seed_record(model))
+
+    def probe_lengths(self, model: str) -> list[int]:
+        """The lengths control 2 (the copy probe) was run at for ``model``."""
+        return sorted(int(length) for length in self._per_seed_record(model)[0]["probe"])
+
+    def probe_gain(self, model: str, length: int, finetuned: str | None = None) -> np.ndarray:
+        """Control 2, per window: the control's loss minus the copy's on the copied span, at ``length`` (the copy
+        ``length - span`` characters back), per seed (n_seeds, n_probe_windows); clearly above 0 where the model
+        reads that far. ``finetuned``: the fine-tuned RoPE model of that method instead."""
+        runs = self._per_seed_record(model)
+        if finetuned is not None:
+            runs = [run["finetuned"][finetuned] for run in runs]
+        probes = [run["probe"][str(int(length))] for run in runs]
+        return self._stack(np.subtract(p["control"], p["copy"]) for p in probes)
+
+    def probe_distance(self, model: str, length: int) -> int:
+        """How far back the copy lies in control 2 at ``length`` (characters)."""
+        return int(self._per_seed_record(model)[0]["probe"][str(int(length))]["distance"])

@@ -16,6 +16,7 @@ from arena.__main__ import main
 from arena.config import SMOKE, Config
 from arena.config import CEILING
 from posenc.models import SCHEMES, ModelConfig, TinyDecoder
+from posenc.verdicts import paired_verdict
 
 
 @pytest.mark.slow
@@ -56,6 +57,30 @@ def test_smoke_run_end_to_end_resumed_and_its_check(tmp_path, capsys):
     runs = ArenaResults(result)
     assert runs.seeds("alibi", config.window).tolist() == result["summary"]["alibi"]["loss"][lengths[-1]]["values"]
     assert runs.per_seed("rope", "windows", config.window)[0] == result["seeds"]["0"]["rope"]["windows"][lengths[-1]]
+    # its per-window readers: the same windows in the same order for every model, each the file's own numbers
+    L, s0 = config.window, result["seeds"]["0"]
+    assert runs.rule == {**result["verdict_rule"], "margin": stats.MARGIN, "z": stats.Z}
+    assert runs.windows("alibi", L).tolist() == stats.windows(result, "alibi", "windows", str(L)).tolist()
+    assert runs.extension_windows("yarn", L, scale=2)[0].tolist() == \
+        s0["rope"]["extensions"]["fixed"]["yarn"]["2"]["windows"][str(L)]
+    assert runs.extension_windows("yarn", L)[0].tolist() == s0["rope"]["extensions"]["per_length"]["yarn"][str(L)]["windows"]
+    assert runs.dynamic_factors() == [1.0, 2.0]
+    assert runs.sampled_windows("dynamic_ntk", L, factor=2)[0].tolist() == \
+        s0["rope"]["extensions"]["dynamic_ntk"]["2"]["windows"][str(L)]
+    assert runs.sampled("dynamic_ntk", L, factor=2).tolist() == \
+        result["summary"]["rope"]["extensions"]["dynamic_ntk"]["2"]["loss"][str(L)]["values"]
+    assert runs.truncated_windows("alibi", L)[0].tolist() == s0["alibi"]["truncated"]["windows"][str(L)]
+    assert runs.finetune_methods() == list(config.finetune_methods)
+    assert runs.finetuned_windows("yarn", L)[1].tolist() == result["seeds"]["1"]["rope"]["finetuned"]["yarn"]["windows"][str(L)]
+    probe_L = runs.probe_lengths("alibi")[-1]
+    stored = s0["alibi"]["probe"][str(probe_L)]
+    assert runs.probe_gain("alibi", probe_L)[0] == pytest.approx(np.subtract(stored["control"], stored["copy"]))
+    assert runs.probe_gain("alibi", probe_L).shape == (len(config.seeds), config.probe_windows)
+    assert runs.probe_gain("rope", probe_L, finetuned="yarn").shape == (len(config.seeds), config.probe_windows)
+    assert runs.probe_distance("alibi", probe_L) == probe_L - config.probe_span
+    # the paired rule on the file's own windows, as a chapter's hidden test calls it
+    judged = paired_verdict(runs.windows("alibi", L), runs.windows("t5", L), **{k: runs.rule[k] for k in ("margin", "z")})
+    assert judged == stats.paired_verdict(runs.windows("alibi", L), runs.windows("t5", L))
     train = str(config.train_len)
     summary = result["summary"]
     for name in result["models"]:
