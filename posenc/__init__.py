@@ -58,6 +58,7 @@ from .deployed import (
     logn_attention_scale,
     mla_scores,
     mrope_angles,
+    mrope_interleaved_pair_axes,
     mrope_pair_axes,
     mrope_positions,
     mrope_vision_positions,
@@ -97,6 +98,7 @@ __all__ = [
     "longrope_attention_factor", "base_context_bound", "METHODS",
     "softmax", "causal_mask", "positions_from_mask", "attention", "permutation_matrix",
     "proportional_frequencies", "layer_types", "llama4_attention_scale", "logn_attention_scale",
-    "self_extend_distances", "mrope_pair_axes", "mrope_angles", "mrope_vision_positions", "mrope_positions",
+    "self_extend_distances", "mrope_pair_axes", "mrope_interleaved_pair_axes", "mrope_angles",
+    "mrope_vision_positions", "mrope_positions",
     "deepseek_softmax_scale", "mla_scores",
 ]

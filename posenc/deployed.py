@@ -11,7 +11,7 @@ the pieces today's models add around them:
   ``rotary_dim``), and MLA's decoupled RoPE key beside an unrotated latent key (DeepSeek-V2/V3:
   :func:`mla_scores`);
 * **positions that are not a line**: Qwen2-VL's multimodal RoPE, M-RoPE (:func:`mrope_positions`,
-  :func:`mrope_angles`);
+  :func:`mrope_angles`), and Qwen3-VL's interleaved M-RoPE (:func:`mrope_interleaved_pair_axes`);
 * **training-free remapping and length-dependent temperature**: Self-Extend's grouped positions
   (:func:`self_extend_distances`), Qwen's log-n query scaling (:func:`logn_attention_scale`).
 
@@ -133,17 +133,43 @@ def mrope_pair_axes(d, sections) -> np.ndarray:
     (the fastest) turn with the temporal position, the next ``sections[1]`` with the height, the last with the
     width. Returns int64 ``(d/2,)`` of 0, 1, 2 (the index into :data:`AXES`). Qwen2-VL's configuration:
     ``mrope_section = [16, 24, 24]`` for d = 128."""
+    d, sizes = _sections(d, sections)
+    return np.repeat(np.arange(3), sizes).astype(np.int64)
+
+
+def mrope_interleaved_pair_axes(d, sections) -> np.ndarray:
+    r"""Qwen3-VL's interleaved M-RoPE: the axes take turns pair by pair, temporal, height, width, temporal, ...,
+    until height and width have their ``sections[1]`` and ``sections[2]`` pairs; the pairs left at the slow end
+    are temporal. Pair :math:`i` is height if :math:`i \equiv 1 \pmod 3` and :math:`i < 3\,s_h`, width if
+    :math:`i \equiv 2 \pmod 3` and :math:`i < 3\,s_w`, temporal otherwise.
+
+    With contiguous sections (:func:`mrope_pair_axes`) the temporal axis gets only the fastest pairs and the
+    width only the slowest; interleaving gives every axis pairs from the whole spectrum (the Qwen3-VL model card,
+    https://huggingface.co/Qwen/Qwen3-VL-8B-Instruct: "full-frequency allocation over time, width, and height").
+    Matches transformers' ``Qwen3VLTextRotaryEmbedding.recomposition_frequencies``; Qwen3-VL's configuration:
+    ``mrope_section = [24, 20, 20]``, ``mrope_interleaved = true`` for d = 128. Returns int64 ``(d/2,)``."""
+    d, sizes = _sections(d, sections)
+    i = np.arange(d // 2)
+    axes = np.where((i % 3 == 1) & (i < 3 * sizes[1]), 1, np.where((i % 3 == 2) & (i < 3 * sizes[2]), 2, 0))
+    if np.bincount(axes, minlength=3).tolist() != sizes:
+        raise ValueError(f"sections {sizes} cannot be interleaved over {d // 2} pairs (height and width need "
+                         f"3 x their count of pairs at most): got counts {np.bincount(axes, minlength=3).tolist()}")
+    return axes.astype(np.int64)
+
+
+def _sections(d, sections):
     d = _validate.even_dim("d", d)
     sizes = [int(s) for s in sections]
     if len(sizes) != 3 or any(s < 0 for s in sizes) or sum(sizes) != d // 2:
         raise ValueError(f"sections must be three non-negative pair counts summing to d/2 = {d // 2}, got "
                          f"{list(sections)!r}")
-    return np.repeat(np.arange(3), sizes).astype(np.int64)
+    return d, sizes
 
 
-def mrope_angles(positions, d, base=10000.0, sections=None) -> np.ndarray:
+def mrope_angles(positions, d, base=10000.0, sections=None, interleaved=False) -> np.ndarray:
     r"""M-RoPE's angles: pair :math:`i` turns by :math:`p^{(a_i)}\,\theta_i`, where :math:`a_i` is its axis
-    (:func:`mrope_pair_axes`) and :math:`p^{(a)}` the token's position on that axis.
+    (:func:`mrope_pair_axes`, or :func:`mrope_interleaved_pair_axes` with ``interleaved=True``, Qwen3-VL's
+    ``mrope_interleaved``) and :math:`p^{(a)}` the token's position on that axis.
 
     ``positions`` is ``(3, L)`` (temporal, height, width; :func:`mrope_positions`). A text token has the same
     position on all three axes, and then M-RoPE is plain 1-D RoPE. Returns float64 ``(L, d/2)``, in the pair
@@ -153,7 +179,8 @@ def mrope_angles(positions, d, base=10000.0, sections=None) -> np.ndarray:
     p = np.asarray(positions, dtype=np.float64)
     if p.ndim != 2 or p.shape[0] != 3 or not np.all(np.isfinite(p)):
         raise ValueError(f"positions must be a finite (3, L) array (temporal, height, width), got shape {p.shape}")
-    axes = mrope_pair_axes(d, sections if sections is not None else _default_sections(d))
+    sections = sections if sections is not None else _default_sections(d)
+    axes = (mrope_interleaved_pair_axes if interleaved else mrope_pair_axes)(d, sections)
     return p[axes].T * rope_frequencies(d, base)[None, :]
 
 
@@ -169,8 +196,8 @@ def mrope_vision_positions(start, grid, spatial_merge=1, temporal_merge=1, time_
     r"""The (temporal, height, width) positions of one image's or video's tokens in M-RoPE: a grid of
     :math:`T \times H \times W` patches, merged by ``spatial_merge`` in height and width and ``temporal_merge``
     in time, numbered row by row; every axis is offset by ``start`` (the position after the text before it), and
-    the temporal index is spaced by ``time_interval`` (Qwen2.5-VL ties it to seconds of video). Returns int64
-    ``(3, T'H'W')``. Matches transformers' ``Qwen2VLModel.get_vision_position_ids``."""
+    the temporal index is spaced by ``time_interval`` and truncated to an integer (Qwen2.5-VL ties it to seconds
+    of video). Returns int64 ``(3, T'H'W')``. Matches transformers' ``Qwen2VLModel.get_vision_position_ids``."""
     start = int(start)
     t, h, w = (int(n) for n in grid)
     t, h, w = t // int(temporal_merge), h // int(spatial_merge), w // int(spatial_merge)
@@ -179,14 +206,30 @@ def mrope_vision_positions(start, grid, spatial_merge=1, temporal_merge=1, time_
     return np.stack([tt, hh, ww]).reshape(3, -1)
 
 
-def mrope_positions(segments, spatial_merge=1) -> np.ndarray:
-    r"""M-RoPE's positions of a whole sequence of text and images (Qwen2-VL, arXiv:2409.12191, §2.1):
-    ``segments`` is a list of ``("text", n_tokens)`` and ``("image", (T, H, W))`` (a video is an image with
-    :math:`T > 1`). Text tokens count on from the position reached, equal on all three axes; an image's tokens
-    take :func:`mrope_vision_positions` from there, and the text after it starts at that position plus the
-    image's larger merged side, :math:`\max(H, W)/\text{merge}` (so a large image advances the count by its side,
-    not by its number of patches). Returns int64 ``(3, L)``. Matches transformers'
-    ``Qwen2VLModel.get_rope_index``."""
+def mrope_positions(segments, spatial_merge=1, time_interval=1.0) -> np.ndarray:
+    r"""M-RoPE's positions of a whole sequence of text, images and videos, by Qwen's reference rule (Qwen2-VL,
+    arXiv:2409.12191, §2.1: the next modality's ids start at the largest id of the previous one plus one).
+
+    ``segments`` is a list of ``("text", n_tokens)``, ``("image", (T, H, W))`` and ``("video", (T, H, W))`` (grids
+    in patches before the ``spatial_merge``; :math:`T` in temporal patches). Text tokens count on from the
+    position reached, equal on all three axes. An image's or video's tokens take :func:`mrope_vision_positions`
+    from there, with the temporal ids of a video spaced by ``time_interval`` (Qwen2.5-VL: ``tokens_per_second``
+    times the seconds per temporal patch; 1 in Qwen2-VL; images are never spaced). What follows a vision block
+    starts at the block's largest id, on any axis, plus one:
+
+    .. math:: p_\text{next} = p_\text{start} + \max\big(\lfloor (T-1)\,\tau \rfloor + 1,\; H/m,\; W/m\big)
+
+    So an image advances the count by its larger merged side, not by its number of patches, and a long video by
+    its temporal extent. This is the rule of the released checkpoints: Qwen's own code, and transformers before
+    version 5, computes ``llm_pos_ids_list[-1].max() + 1``. The transformers pinned by this course (5.x)
+    advances by :math:`\max(H, W)/m` only, ignoring :math:`T` and :math:`\tau`; it agrees whenever that is the
+    largest term (every image, and every video with :math:`\lfloor (T-1)\tau \rfloor + 1 \le \max(H, W)/m`),
+    and otherwise puts the following text on ids the video's temporal axis already used, while its own
+    ``rope_deltas`` continue generation from the largest id plus one (tests/test_deployed.py shows both).
+    Returns int64 ``(3, L)``.
+    """
+    merge = _positive_int("spatial_merge", spatial_merge)
+    interval = _validate.real("time_interval", time_interval, greater_than=0.0)
     parts, position = [], 0
     for kind, size in segments:
         if kind == "text":
@@ -195,10 +238,12 @@ def mrope_positions(segments, spatial_merge=1) -> np.ndarray:
             position += n
         elif kind in ("image", "video"):
             t, h, w = (int(s) for s in size)
-            parts.append(mrope_vision_positions(position, (t, h, w), spatial_merge))
-            position += max(h, w) // int(spatial_merge)
+            block = mrope_vision_positions(position, (t, h, w), merge,
+                                           time_interval=interval if kind == "video" else 1.0)
+            parts.append(block)
+            position = int(block.max()) + 1 if block.size else position
         else:
-            raise ValueError(f"a segment is ('text', n) or ('image', (T, H, W)), got {kind!r}")
+            raise ValueError(f"a segment is ('text', n), ('image', (T, H, W)) or ('video', (T, H, W)), got {kind!r}")
     return np.concatenate(parts, axis=1).astype(np.int64) if parts else np.zeros((3, 0), dtype=np.int64)
 
 

@@ -102,36 +102,149 @@ def test_llama4_attention_scale_is_what_llama4s_attention_multiplies_queries_by(
     assert ours[floor_scale - 2] == 1.0 and ours[floor_scale - 1] > 1.0  # the first step, at p + 1 = F
 
 
-# -- M-RoPE (Qwen2-VL) -------------------------------------------------------------------------------------------
+# -- M-RoPE (Qwen2-VL, Qwen2.5-VL, Qwen3-VL) --------------------------------------------------------------------
 
-def _qwen2vl_rope_index(segments, merge):
-    """transformers' Qwen2VLModel.get_rope_index on a sequence of text and images, run with the model's own
-    methods (only the configuration they read is given)."""
-    from transformers.models.qwen2_vl.modeling_qwen2_vl import Qwen2VLModel
+def _rope_index(segments, merge, model="qwen2_vl", tokens_per_second=1, seconds_per_grid=1.0):
+    """transformers' own get_rope_index (Qwen2-VL's, or Qwen2.5-VL's with its video time spacing) on a sequence of
+    text, images and videos, run with the model's own methods (only the configuration they read is given).
+    Returns the (3, L) positions and transformers' rope delta (generation continues at L + delta)."""
+    if model == "qwen2_vl":
+        from transformers.models.qwen2_vl.modeling_qwen2_vl import Qwen2VLModel as Model
+    else:
+        from transformers.models.qwen2_5_vl.modeling_qwen2_5_vl import Qwen2_5_VLModel as Model
 
-    model = SimpleNamespace(config=SimpleNamespace(vision_config=SimpleNamespace(spatial_merge_size=merge)))
-    model.get_vision_position_ids = lambda *a, **k: Qwen2VLModel.get_vision_position_ids(model, *a, **k)
-    types, grids = [], []
+    vision = SimpleNamespace(spatial_merge_size=merge, tokens_per_second=tokens_per_second)
+    model = SimpleNamespace(config=SimpleNamespace(vision_config=vision))
+    model.get_vision_position_ids = lambda *a, **k: Model.get_vision_position_ids(model, *a, **k)
+    types, grids = [], {"image": [], "video": []}
     for kind, size in segments:
         if kind == "text":
             types += [0] * size
         else:
             t, h, w = size
-            types += [1] * (t * (h // merge) * (w // merge))
-            grids.append(list(size))
+            types += [1 if kind == "image" else 2] * (t * (h // merge) * (w // merge))
+            grids[kind].append(list(size))
+    as_tensor = {k: torch.tensor(v) if v else None for k, v in grids.items()}
+    kwargs = {}
+    if Model.__name__ == "Qwen2_5_VLModel" and grids["video"]:
+        kwargs["second_per_grid_ts"] = torch.tensor([seconds_per_grid] * len(grids["video"]))
     ids = torch.zeros(1, len(types), dtype=torch.long)
-    positions, _ = Qwen2VLModel.get_rope_index(model, ids, torch.tensor([types]),
-                                               image_grid_thw=torch.tensor(grids) if grids else None)
-    return positions[:, 0].numpy()
+    positions, delta = Model.get_rope_index(model, ids, torch.tensor([types]), image_grid_thw=as_tensor["image"],
+                                            video_grid_thw=as_tensor["video"], **kwargs)
+    return positions[:, 0].numpy(), int(delta[0, 0])
+
+
+def _qwen_reference_positions(segments, merge, interval=1.0):
+    """Qwen's reference rule written as a loop, token by token (Qwen2-VL, arXiv:2409.12191, §2.1; Qwen's code
+    and transformers 4.x: ``st_idx = llm_pos_ids_list[-1].max() + 1``): text continues from the largest id used
+    so far plus one; a vision block's ids are offset by that start."""
+    t_ids, h_ids, w_ids, nxt = [], [], [], 0
+    for kind, size in segments:
+        if kind == "text":
+            for k in range(size):
+                t_ids.append(nxt + k), h_ids.append(nxt + k), w_ids.append(nxt + k)
+        else:
+            t, h, w = size
+            step = interval if kind == "video" else 1.0
+            for f in range(t):
+                for r in range(h // merge):
+                    for c in range(w // merge):
+                        t_ids.append(nxt + int(f * step)), h_ids.append(nxt + r), w_ids.append(nxt + c)
+        nxt = max(t_ids + h_ids + w_ids) + 1 if t_ids else 0
+    return np.array([t_ids, h_ids, w_ids], dtype=np.int64).reshape(3, -1)
+
+
+def _draw_segments(rng, n_blocks, videos=True):
+    segments = [("text", int(rng.integers(0, 6)))]
+    for _ in range(n_blocks):
+        merge_side = lambda: int(rng.integers(1, 5))
+        kind = "video" if videos and rng.random() < 0.5 else "image"
+        t = int(rng.integers(1, 12)) if kind == "video" else 1
+        segments.append((kind, (t, 2 * merge_side(), 2 * merge_side())))
+        segments.append(("text", int(rng.integers(1, 6))))
+    return [s for s in segments if s != ("text", 0)]
+
+
+def _video_extent(segments, merge, interval=1.0):
+    """Per vision block, (temporal extent floor((T-1) tau) + 1, larger merged side)."""
+    return [(int((s[1][0] - 1) * (interval if s[0] == "video" else 1.0)) + 1, max(s[1][1], s[1][2]) // merge)
+            for s in segments if s[0] != "text"]
 
 
 @pytest.mark.parametrize("segments, merge", [
     ([("text", 5), ("image", (1, 4, 6)), ("text", 3)], 2),
     ([("image", (1, 8, 4)), ("text", 7)], 2),
     ([("text", 2), ("image", (1, 3, 3)), ("text", 1), ("image", (1, 2, 5)), ("text", 4)], 1),
-    ([("text", 11)], 2)])
-def test_mrope_positions_match_qwen2vls_rope_index(segments, merge):
-    np.testing.assert_array_equal(deployed.mrope_positions(segments, merge), _qwen2vl_rope_index(segments, merge))
+    ([("text", 11)], 2),
+    ([("text", 3), ("video", (2, 8, 8)), ("text", 2)], 2),      # T = 2 < H/m = W/m = 4
+    ([("text", 1), ("video", (4, 8, 4)), ("text", 2)], 2)])     # T = H/m = 4 > W/m = 2: still equal
+def test_mrope_positions_match_qwen2vls_rope_index_when_a_side_is_the_largest_extent(segments, merge):
+    theirs, _ = _rope_index(segments, merge)
+    np.testing.assert_array_equal(deployed.mrope_positions(segments, merge), theirs)
+    np.testing.assert_array_equal(deployed.mrope_positions(segments, merge), _qwen_reference_positions(segments, merge))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_mrope_positions_follow_qwens_reference_rule_and_transformers_where_it_agrees(seed):
+    """Random sequences of text, images and videos (T from 1 to 11, merged sides from 1 to 4): posenc always
+    equals the reference loop; transformers' pinned get_rope_index equals it exactly when no video's temporal
+    extent exceeds its larger merged side."""
+    rng = np.random.default_rng(seed)
+    merge = int(rng.choice([1, 2]))
+    segments = _draw_segments(rng, int(rng.integers(1, 4)))
+    ours = deployed.mrope_positions(segments, merge)
+    np.testing.assert_array_equal(ours, _qwen_reference_positions(segments, merge))
+    theirs, delta = _rope_index(segments, merge)
+    time_dominates = any(t > side for t, side in _video_extent(segments, merge))
+    assert np.array_equal(ours, theirs) == (not time_dominates), segments
+    assert ours.shape[1] + delta == theirs.max() + 1  # transformers continues generation at its largest id + 1
+
+
+@pytest.mark.parametrize("t, h, w", [(8, 4, 4), (6, 8, 4), (5, 4, 8), (12, 2, 2)])
+def test_transformers_pinned_rope_index_ignores_a_videos_temporal_extent(t, h, w):
+    """The case where the pinned transformers departs from the reference: a video with T > H/m and T > W/m.
+    Reference (and posenc): the text after it starts at start + T. transformers 5.x: at start + max(H, W)/m, on
+    ids the video's temporal axis already used; its rope delta continues generation from its largest id plus
+    one."""
+    merge, before = 2, 3
+    segments = [("text", before), ("video", (t, h, w)), ("text", 4)]
+    ours = deployed.mrope_positions(segments, merge)
+    theirs, delta = _rope_index(segments, merge)
+    n_video = t * (h // merge) * (w // merge)
+    first_text_after = before + n_video
+    assert ours[0, first_text_after] == before + t                               # reference: past the last frame
+    assert theirs[0, first_text_after] == before + max(h, w) // merge            # transformers: T ignored
+    assert theirs[0, first_text_after] <= theirs[0, before:first_text_after].max()  # reuses a time id of the video
+    np.testing.assert_array_equal(ours[:, :first_text_after], theirs[:, :first_text_after])  # the same before
+    assert ours.shape[1] + delta == theirs.max() + 1  # generation: its own largest id plus one
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_mrope_positions_with_qwen25vls_time_spacing(seed):
+    """Qwen2.5-VL spaces a video's temporal ids by tokens_per_second x seconds per temporal patch (images are not
+    spaced): posenc with time_interval equals the reference loop always, and transformers' Qwen2.5-VL
+    get_rope_index exactly when no video's spaced extent exceeds its larger merged side."""
+    rng = np.random.default_rng(100 + seed)
+    merge = 2
+    tokens_per_second, seconds = int(rng.choice([1, 2, 25])), float(rng.choice([0.5, 1.0, 2.0]))
+    interval = tokens_per_second * seconds
+    segments = _draw_segments(rng, int(rng.integers(1, 3)))
+    ours = deployed.mrope_positions(segments, merge, time_interval=interval)
+    np.testing.assert_array_equal(ours, _qwen_reference_positions(segments, merge, interval))
+    theirs, delta = _rope_index(segments, merge, "qwen2_5_vl", tokens_per_second, seconds)
+    time_dominates = any(t > side for t, side in _video_extent(segments, merge, interval))
+    assert np.array_equal(ours, theirs) == (not time_dominates), (segments, interval)
+    assert ours.shape[1] + delta == theirs.max() + 1
+
+
+def test_the_random_configurations_cover_both_cases():
+    departs = []
+    for seed in range(40):  # the draws of test_mrope_positions_follow_qwens_reference_rule_...
+        rng = np.random.default_rng(seed)
+        merge = int(rng.choice([1, 2]))
+        segments = _draw_segments(rng, int(rng.integers(1, 4)))
+        departs.append(any(t > side for t, side in _video_extent(segments, merge)))
+    assert 5 <= sum(departs) <= 35
 
 
 @pytest.mark.parametrize("d, sections", [(128, [16, 24, 24]), (64, [8, 12, 12]), (16, [2, 3, 3])])
@@ -149,6 +262,53 @@ def test_mrope_angles_match_qwen2vls_rotary_embedding(d, sections):
     half = np.concatenate([angles, angles], axis=1)  # transformers' half layout
     np.testing.assert_allclose(cos[0].double().numpy(), np.cos(half), atol=2e-6)
     np.testing.assert_allclose(sin[0].double().numpy(), np.sin(half), atol=2e-6)
+
+
+@pytest.mark.parametrize("d, sections", [(128, [24, 20, 20]), (64, [12, 10, 10]), (32, [6, 5, 5]),
+                                         (128, [22, 21, 21]), (96, [16, 16, 16])])
+def test_interleaved_mrope_angles_match_qwen3vls_rotary_embedding(d, sections):
+    from transformers.models.qwen3_vl.modeling_qwen3_vl import Qwen3VLTextRotaryEmbedding
+
+    config = transformers.Qwen3VLConfig(text_config={"hidden_size": d * 2, "num_attention_heads": 2, "head_dim": d,
+                                                     "rope_parameters": {"rope_type": "default",
+                                                                         "rope_theta": 5_000_000.0,
+                                                                         "mrope_section": sections,
+                                                                         "mrope_interleaved": True}})
+    rotary = Qwen3VLTextRotaryEmbedding(config.text_config)
+    positions = deployed.mrope_positions([("text", 3), ("image", (1, 6, 4)), ("text", 2), ("video", (3, 4, 4))],
+                                         spatial_merge=2)
+    cos, sin = rotary(torch.zeros(1, dtype=torch.float32), torch.tensor(positions)[:, None, :])
+    angles = deployed.mrope_angles(positions, d, 5_000_000.0, sections, interleaved=True)
+    half = np.concatenate([angles, angles], axis=1)
+    np.testing.assert_allclose(cos[0].double().numpy(), np.cos(half), atol=3e-5)
+    np.testing.assert_allclose(sin[0].double().numpy(), np.sin(half), atol=3e-5)
+
+
+@pytest.mark.parametrize("d, sections", [(128, [24, 20, 20]), (64, [12, 10, 10]), (30, [5, 5, 5]),
+                                         (128, [22, 21, 21])])
+def test_interleaved_pair_axes_against_a_loop(d, sections):
+    """Qwen3-VL's rule read off its model card and code, as a loop: deal the pairs out T, H, W, T, H, W, ... and
+    let an axis that has all its pairs drop out (only height and width can run out first)."""
+    want, left = [], list(sections)
+    for i in range(d // 2):
+        axis = i % 3
+        if axis and left[axis] == 0:
+            axis = 0
+        left[axis] -= 1
+        want.append(axis)
+    assert left == [0, 0, 0]
+    np.testing.assert_array_equal(deployed.mrope_interleaved_pair_axes(d, sections), want)
+    counts = np.bincount(deployed.mrope_interleaved_pair_axes(d, sections), minlength=3)
+    assert counts.tolist() == list(sections)
+    contiguous = deployed.mrope_pair_axes(d, sections)
+    for axis in (0, 1, 2):  # interleaved, every axis has one of the three fastest pairs; contiguous, width does not
+        assert np.flatnonzero(deployed.mrope_interleaved_pair_axes(d, sections) == axis).min() <= 2
+    assert np.flatnonzero(contiguous == 2).min() >= d // 4
+
+
+def test_interleaving_needs_room_for_height_and_width():
+    with pytest.raises(ValueError, match="interleaved"):
+        deployed.mrope_interleaved_pair_axes(128, [16, 24, 24])  # Qwen2-VL's sections: 3 x 24 > 64 pairs
 
 
 def test_mrope_on_text_alone_is_plain_rope():
