@@ -212,5 +212,8 @@ def test_book_pdf_prints_every_page_with_the_explorers_default_pictures(built_bo
     # Code and outputs wrap at the page's edge instead of being cut off; figures fit.
     cut = [f"{p.name}: {line}" for p in printed for line in p.overflow if line.startswith(("pre ", "img "))]
     problems += cut
+    # No holes: code, tables and boxes split across pages, pictures are small enough to move without leaving
+    # one; only a page's last sheet may be mostly empty.
+    problems += book_pdf.holes(printed)
     assert not problems, "\n".join(problems[:30])
     assert explorers, "no explorer in the chapters (is the class still posenc-explorer-frame?)"

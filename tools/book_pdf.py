@@ -126,6 +126,34 @@ def print_pages(html: Path, pages: list[str], log=print, browser=None) -> list[P
     return printed
 
 
+def empty_fractions(pdf: bytes, scale: float = 0.5) -> list[float]:
+    """For each page of ``pdf`` (one printed page of the book), the share of its printable height left empty
+    below the last ink: 0 for a full page, 1 for a blank one. The pages are rendered to grey pixels
+    (pypdfium2); the margins, where the footer is, are not counted."""
+    import numpy as np
+    import pypdfium2
+
+    fractions = []
+    for page in pypdfium2.PdfDocument(pdf):
+        pixels = np.asarray(page.render(scale=scale, grayscale=True).to_pil().convert("L"))
+        height = pixels.shape[0]
+        body = pixels[round(height * MARGIN["top"] / PAPER["height"]):
+                      height - round(height * MARGIN["bottom"] / PAPER["height"])]
+        ink = np.flatnonzero((body < 245).any(axis=1))
+        fractions.append(1 - (ink[-1] + 1 if len(ink) else 0) / len(body))
+    return fractions
+
+
+def holes(printed: list[Printed], most: float = 1 / 3) -> list[str]:
+    """Every page more than ``most`` empty that is not the last of its book page: "name page k: 43 % empty"."""
+    found = []
+    for p in printed:
+        fractions = empty_fractions(p.pdf)
+        found += [f"{p.name} page {k + 1} of {len(fractions)}: {f:.0%} empty"
+                  for k, f in enumerate(fractions[:-1]) if f > most]
+    return found
+
+
 def join(printed: list[Printed], out: Path, title: str = "") -> int:
     """Write the printed pages as one PDF with a bookmark per page; return its number of pages."""
     from pypdf import PdfReader, PdfWriter
@@ -166,11 +194,13 @@ def main(argv=None) -> int:
         print(f"{CHROMIUM} is missing: install Debian's chromium (make system-deps)", file=sys.stderr)
         return 1
     started = time.monotonic()
-    build(args.html.resolve(), args.out.resolve(), args.toc)
+    printed = build(args.html.resolve(), args.out.resolve(), args.toc)
     from pypdf import PdfReader
 
     count = len(PdfReader(args.out).pages)
     print(f"book PDF: {args.out} ({count} pages, {time.monotonic() - started:.0f} s)")
+    for line in holes(printed):
+        print(f"  warning: {line}")
     return 0
 
 
