@@ -101,6 +101,33 @@ def _titles(fig) -> str:
     return " | ".join(p for p in parts if p.strip())
 
 
+# TeX commands the figures' titles use, as the characters a screen reader reads aloud
+_TEX_WORDS = {"alpha": "α", "beta": "β", "gamma": "γ", "delta": "δ", "Delta": "Δ", "theta": "θ", "lambda": "λ",
+              "mu": "μ", "pi": "π", "sigma": "σ", "tau": "τ", "phi": "φ", "omega": "ω", "top": "ᵀ", "cdot": "·",
+              "times": "×", "le": "≤", "leq": "≤", "ge": "≥", "geq": "≥", "approx": "≈", "infty": "∞",
+              "ldots": "…", "dots": "…", "to": "→", "in": "∈", "pm": "±", "ell": "ℓ", "log": "log", "ln": "ln",
+              "cos": "cos", "sin": "sin", "max": "max", "min": "min"}
+
+
+def plain_text(title: str) -> str:
+    r"""``title`` with its matplotlib math (``$...$``) written as plain characters, for an image's alt text: a
+    screen reader would otherwise read the TeX source ("dollar, backslash, mathrm, ...").
+
+    >>> plain_text(r"score $(R_{m+s}q)^\top(R_{n+s}k)$ = 0.5")
+    'score (R_m+s q)ᵀ(R_n+s k) = 0.5'
+    """
+    def math(match):
+        text = match.group(1)
+        text = re.sub(r"\\(?:mathrm|mathbf|mathit|text|operatorname)\s*\{([^{}]*)\}", r"\1", text)
+        text = re.sub(r"\\([A-Za-z]+)", lambda m: _TEX_WORDS.get(m.group(1), m.group(1)), text)
+        text = re.sub(r"_\{([^{}]*)\}", r"_\1 ", text)  # a subscript group, ended by a space
+        text = re.sub(r"\^\{?ᵀ\}?", "ᵀ", text)
+        text = text.replace("{", "").replace("}", "").replace("\\", "")
+        return re.sub(r" (?=[)\]ᵀ,])|  +", lambda m: "" if m.group() == " " else " ", text).strip()
+
+    return re.sub(r"\$([^$]*)\$", math, title)
+
+
 def _shows(title: str, text: str) -> bool:
     """Whether ``text`` stands in ``title`` as a whole (0.25 is not found in 0.255, 2 not in 12 or 2.5)."""
     return re.search(rf"(?<![\w.]){re.escape(text)}(?!\w|\.\d)", title) is not None
@@ -148,7 +175,8 @@ class Explorer:
     def html(self) -> str:
         default = self.default_state
         data = {"alt": self.alt, "images": list(self.images), "states": list(self.states),
-                "titles": list(self.titles), "sizes": [len(c.values) for _, c in self.controls],
+                "titles": list(self.titles), "alts": [plain_text(t) for t in self.titles],
+                "sizes": [len(c.values) for _, c in self.controls],
                 "texts": [list(c.texts) for _, c in self.controls]}
         payload = json.dumps(data, ensure_ascii=False).replace("</", "<\\/")
         controls = "".join(_control_html(i, name, control) for i, (name, control) in enumerate(self.controls))
@@ -156,7 +184,7 @@ class Explorer:
         title = self.titles[default]
         return (f'<div class="posenc-explorer">{STYLE}'
                 f'<div class="posenc-explorer-controls">{controls}</div>'
-                f'<img class="posenc-explorer-frame" src="{image}" alt="{html.escape(self.alt + " Shown: " + title)}"'
+                f'<img class="posenc-explorer-frame" src="{image}" alt="{html.escape(self.alt + " Shown: " + plain_text(title))}"'
                 f' data-title="{html.escape(title)}" data-state="{default}">'
                 f'<script type="application/json" class="posenc-explorer-data">{payload}</script>'
                 f'<script>{SCRIPT}</script></div>')
@@ -209,7 +237,7 @@ SCRIPT = """(function (script) {
     });
     var title = data.titles[state];
     img.src = data.images[data.states[state]];
-    img.alt = data.alt + " Shown: " + title;
+    img.alt = data.alt + " Shown: " + data.alts[state];
     img.setAttribute("data-title", title);
     img.setAttribute("data-state", String(state));
   }

@@ -42,6 +42,29 @@ def test_explorer_draws_every_state_once_and_shows_the_default():
     assert not plt.get_fignums(), "explorer leaves figures open (the notebook would show them again)"
 
 
+def draw_rotation(m):
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(2, 2))
+    ax.set_title(rf"score $(R_{{m}}q)^\top(R_{{n}}k)$, $\theta = \omega_i \cdot {m}$, m = {m}")
+    return fig
+
+
+def test_alt_text_reads_math_as_characters_not_tex():
+    """A screen reader reads the alt text: the title's math is written as characters (θ, ω, ᵀ), never as TeX
+    source, in the first picture's alt and in the alts the script sets when a control moves."""
+    import json
+
+    ex = explorer(draw_rotation, {"m": slider([1, 2], "m")}, alt="Scores.")
+    page = ex._repr_html_()
+    alt = re.search(r'alt="([^"]*)"', page).group(1)
+    data = json.loads(re.search(r'posenc-explorer-data">(.*?)</script>', page).group(1).replace("<\\/", "</"))
+    for text in [alt, *data["alts"]]:
+        assert "$" not in text and "\\" not in text and "{" not in text, text
+    assert alt == "Scores. Shown: score (R_m q)ᵀ(R_n k), θ = ω_i · 1, m = 1"
+    assert "$" in data["titles"][0], "the titles themselves (what the readouts are matched in) keep their math"
+
+
 def test_explorer_refuses_a_title_that_hides_a_control():
     def draw(slope, length):
         return draw_line(slope, 4, False)  # the title never shows length
