@@ -241,4 +241,8 @@ def test_search_ranks_the_chapter_first_and_shows_clean_snippets(served_book, br
         for text in snippets:
             assert "\\(" not in text and "\\frac" not in text, f"a snippet shows TeX: {text[:200]}"
             assert "Show code" not in text and "Copy to clipboard" not in text, f"a snippet shows buttons: {text[:200]}"
+            assert not re.search(r"ipynb|\bnb\b|\bContents\b", text), \
+                f"a snippet shows the download menu or the contents sidebar: {text[:200]}"
+        pages = [h.split("#")[0] for h in page.locator("#search-results li > a").evaluate_all("as => as.map(a => a.href)")]
+        assert len(pages) == len(set(pages)), f"a page is listed twice: {pages}"
         assert not watched.outside and not watched.errors, (watched.outside, watched.errors)
