@@ -217,3 +217,25 @@ def test_book_pdf_prints_every_page_with_the_explorers_default_pictures(built_bo
     problems += book_pdf.holes(printed)
     assert not problems, "\n".join(problems[:30])
     assert explorers, "no explorer in the chapters (is the class still posenc-explorer-frame?)"
+
+
+def test_selfstudy_navigation_leaves_out_the_instructor_guide(built_book, built_selfstudy, browser):
+    """A reader studying alone is not sent to the instructor guide: no link to it is visible in the sidebar of any
+    chapter, nor as "next" after the last chapter (book/_static/selfstudy.css); the student book still lists it."""
+    from support import watched_context
+
+    html, _ = built_selfstudy
+    visible_links = """() => [...document.querySelectorAll('.bd-sidebar-primary a, .prev-next-area a')]
+      .filter(a => a.offsetParent !== null).map(a => a.getAttribute('href'))"""
+    with watched_context(browser) as watched:
+        page = watched.new_page()
+        for name in toc_chapters():
+            chapter = name.split("/")[-1]
+            page.goto((html / selfstudy_book.FOLDER / chapter / f"{chapter}.html").as_uri(), wait_until="load")
+            links = page.evaluate(visible_links)
+            assert links and not [h for h in links if h.endswith("instructor.html")], (chapter, links)
+        first = toc_chapters()[0]
+        page.goto((built_book[0] / f"{first}.html").as_uri(), wait_until="load")
+        assert [h for h in page.evaluate(visible_links) if h.endswith("instructor.html")], \
+            "the student book's sidebar does not list the instructor guide (has its link changed?)"
+
