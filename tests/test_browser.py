@@ -119,6 +119,8 @@ PHONE = """() => {
     if (cr.right > W + 1) problems.push(`equation ${what} runs off the screen`);
     if (c.scrollWidth > c.clientWidth + 1 && !['auto', 'scroll'].includes(getComputedStyle(c).overflowX))
       problems.push(`equation ${what} is cut off and does not scroll`);
+    if (c.scrollWidth > c.clientWidth + 1 && !c.classList.contains('posenc-scrolls'))
+      problems.push(`equation ${what} scrolls with no mark saying so (book/_static/equations.js)`);
     if (n) {  // a number beside an equation that does not fit cuts it off (or covers it)
       const nr = n.getBoundingClientRect(), sameLine = nr.top < cr.bottom - 1 && nr.bottom > cr.top + 1;
       const covers = nr.left < cr.right - 1 && nr.right > cr.left + 1;
@@ -140,12 +142,16 @@ PHONE = """() => {
 @pytest.mark.parametrize("name", support.toc_pages())
 def test_phone_layout(built_book, browser, name):
     """At 390 px (a phone): nothing wider than the screen, no display equation cut off or beside its number
-    (it scrolls, the number goes below), no control off the screen, explorer pictures large enough to read."""
+    (it shrinks to fit, or scrolls with a mark saying so, the number goes below), no control off the screen,
+    explorer pictures large enough to read."""
     html, _ = built_book
     with watched_context(browser, viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True) as watched:
         page = watched.new_page()
         page.goto((html / f"{name}.html").as_uri(), wait_until="load")
         page.evaluate(SETTLE)
+        if page.evaluate("() => document.querySelector('div.math mjx-container') !== null"):
+            page.wait_for_function("() => document.documentElement.dataset.equationsFitted === 'true'",
+                                   timeout=30_000)
         problems = page.evaluate(PHONE)
         assert not problems, f"{name} at 390 px:\n" + "\n".join(problems[:20])
         if name in toc_chapters():

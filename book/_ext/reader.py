@@ -1,7 +1,7 @@
 """What readers of the rendered book expect beyond the text, and a fix that keeps its console clean.
 
-- Figures stay readable in dark mode and the page prints cleanly: book/_static/posenc.css (CSS only:
-  Jupyter Book adds every .js file of a static folder as a script tag).
+- Figures stay readable in dark mode and the page prints cleanly: book/_static/posenc.css.
+- Display equations fit a narrow screen, or show that they scroll: book/_static/equations.js.
 - Each script tag once: sphinx-thebe's inline `const THEBE_JS_URL` reached every page twice (a console error)."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from sphinx.application import Sphinx
 
 STATIC = Path(__file__).resolve().parent.parent / "_static"
 CSS = "posenc.css"
+SCRIPTS = ("equations.js",)
 
 
 def add_static_path(app: Sphinx, config) -> None:
@@ -40,4 +41,6 @@ def setup(app: Sphinx):
     app.connect("config-inited", add_static_path)
     app.connect("html-page-context", drop_duplicate_scripts, priority=900)
     app.add_css_file(CSS)
+    for script in SCRIPTS:
+        app.add_js_file(script, defer="defer")
     return {"parallel_read_safe": True, "parallel_write_safe": True}
