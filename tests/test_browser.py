@@ -132,6 +132,13 @@ PHONE = """() => {
     const r = e.getBoundingClientRect();
     if (r.width && (r.right > W + 1 || r.left < -1)) problems.push(`a control (${e.tagName}) off the screen`);
   }
+  for (const img of document.querySelectorAll('article .cell_output img, article figure img')) {
+    if (img.closest('.posenc-explorer') || !img.naturalWidth || img.clientWidth >= 0.6 * img.naturalWidth) continue;
+    const a = img.closest('a');
+    if (!a || !a.href.endsWith(img.getAttribute('src').split('/').pop()))
+      problems.push(`a figure at ${Math.round(100 * img.clientWidth / img.naturalWidth)}% of its size, not a link to ` +
+                    `itself at full size: ${img.getAttribute('alt') || img.getAttribute('src')}`);
+  }
   for (const img of document.querySelectorAll('article img.posenc-explorer-frame'))
     if (img.naturalWidth && img.clientWidth < 0.6 * img.naturalWidth)
       problems.push(`an explorer picture at ${Math.round(100 * img.clientWidth / img.naturalWidth)}% of its size`);
@@ -143,7 +150,7 @@ PHONE = """() => {
 def test_phone_layout(built_book, browser, name):
     """At 390 px (a phone): nothing wider than the screen, no display equation cut off or beside its number
     (it shrinks to fit, or scrolls with a mark saying so, the number goes below), no control off the screen,
-    explorer pictures large enough to read."""
+    explorer pictures large enough to read, and every figure too small to read a link to itself at full size."""
     html, _ = built_book
     with watched_context(browser, viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True) as watched:
         page = watched.new_page()
@@ -152,6 +159,7 @@ def test_phone_layout(built_book, browser, name):
         if page.evaluate("() => document.querySelector('div.math mjx-container') !== null"):
             page.wait_for_function("() => document.documentElement.dataset.equationsFitted === 'true'",
                                    timeout=30_000)
+        page.wait_for_function("() => document.documentElement.dataset.figuresChecked === 'true'", timeout=30_000)
         problems = page.evaluate(PHONE)
         assert not problems, f"{name} at 390 px:\n" + "\n".join(problems[:20])
         if name in toc_chapters():

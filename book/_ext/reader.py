@@ -2,6 +2,7 @@
 
 - Figures stay readable in dark mode and the page prints cleanly: book/_static/posenc.css.
 - Display equations fit a narrow screen, or show that they scroll: book/_static/equations.js.
+- Figures too small to read on a narrow screen open at full size when tapped: book/_static/figures.js.
 - Each script tag once: sphinx-thebe's inline `const THEBE_JS_URL` reached every page twice (a console error)."""
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from sphinx.application import Sphinx
 
 STATIC = Path(__file__).resolve().parent.parent / "_static"
 CSS = "posenc.css"
-SCRIPTS = ("equations.js",)
+SCRIPTS = ("equations.js", "figures.js")
 
 
 def add_static_path(app: Sphinx, config) -> None:
