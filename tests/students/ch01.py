@@ -28,6 +28,23 @@ def my_attention(q, k, v):
     print("my_attention: computed", len(out), "rows")
     return out
 ''',
+    'ex_attention_diagnosis': r'''import math
+
+# One query cannot expose it (its row maximum is the maximum of the matrix);
+# two queries and a single key can.
+fewest = [2, 1]
+# np.exp(x) is 0 once x is below ln(2**-1075), half the smallest float64
+nan_gap = 1075 * math.log(2)
+print("predicted", 1074 * math.log(2), "measured", nan_gap)
+''',
+    'ex_causal_diagnosis': r'''def positions_at_risk(length):
+    # every position that has at least one future key
+    at_risk = []
+    for i in range(length):
+        if length - 1 - i > 0:
+            at_risk.append(i)
+    return np.array(at_risk, dtype=int)
+''',
     'ex_equivariant': r'''def is_permutation_equivariant(f, x, perm):
     x = np.asarray(x, dtype=float)
     order = [int(p) for p in perm]
@@ -92,6 +109,75 @@ FLOAT64_PINNED = {
 # Plausible wrong answers, each a solution cell's source with a mistake a student would make: each must lose
 # its exercise's points on every draw ({solution id: {what is wrong: source}}).
 PLAUSIBLY_WRONG = {
+    'ex_attention_diagnosis': {
+        "reads the mistake as an overflow: one query, and exp's overflow point ln(max float64)": r'''fewest = (1, 1)
+nan_gap = 709.78
+''',
+        "the prediction from 2**-1074, not measured (exp rounds to nearest: the threshold is 1075 ln 2)": r'''fewest = (2, 1)
+nan_gap = 1074 * np.log(2.0)
+''',
+        "two keys, believing a single key always gets weight 1": r'''fewest = (2, 2)
+nan_gap = 745.1332
+''',
+        "the smallest normal float64, 2**-1022, taken as the point where exp gives 0": r'''fewest = (2, 1)
+nan_gap = 1022 * np.log(2.0)
+''',
+    },
+    'ex_attention': {
+        "the colleague's code unchanged: the maximum of the whole matrix": r'''def my_attention(q, k, v):
+    q, k, v = (np.asarray(a, dtype=float) for a in (q, k, v))
+    s = q @ k.T / np.sqrt(q.shape[1])
+    e = np.exp(s - s.max())
+    return e / e.sum(axis=1, keepdims=True) @ v
+''',
+        "no maximum subtracted at all: np.exp overflows for logits in the thousands": r'''def my_attention(q, k, v):
+    q, k, v = (np.asarray(a, dtype=float) for a in (q, k, v))
+    e = np.exp(q @ k.T / np.sqrt(q.shape[1]))
+    return e / e.sum(axis=1, keepdims=True) @ v
+''',
+        "the maximum of each column (each key) instead of each row": r'''def my_attention(q, k, v):
+    q, k, v = (np.asarray(a, dtype=float) for a in (q, k, v))
+    s = q @ k.T / np.sqrt(q.shape[1])
+    e = np.exp(s - s.max(axis=0, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True) @ v
+''',
+    },
+    'ex_causal_diagnosis': {
+        "only the first position, as in the pitfall's leak": r'''def positions_at_risk(length):
+    return [0] if length > 1 else []
+''',
+        "every position, the last one too": r'''def positions_at_risk(length):
+    return list(range(length))
+''',
+        "every position but the first (it has a single visible key)": r'''def positions_at_risk(length):
+    return list(range(1, length))
+''',
+    },
+    'ex_causal': {
+        "the colleague's code unchanged: the row maximum taken over future keys too": r'''def my_causal_attention(q, k, v):
+    q, k, v = (np.asarray(a, dtype=float) for a in (q, k, v))
+    s = q @ k.T / np.sqrt(q.shape[1])
+    e = np.exp(s - s.max(axis=1, keepdims=True)) * np.tril(np.ones(s.shape))
+    w = e / e.sum(axis=1, keepdims=True)
+    return w @ v, w
+''',
+        "np.triu(k=0): the diagonal masked too, so a query cannot see itself": r'''def my_causal_attention(q, k, v):
+    q, k, v = (np.asarray(a, dtype=float) for a in (q, k, v))
+    s = q @ k.T / np.sqrt(q.shape[1])
+    s = np.where(np.triu(np.ones(s.shape, dtype=bool)), -np.inf, s)
+    s = np.where(np.isneginf(s).all(axis=1, keepdims=True), 0.0, s)
+    e = np.exp(s - s.max(axis=1, keepdims=True))
+    w = e / e.sum(axis=1, keepdims=True)
+    return w @ v, w
+''',
+        "future logits set to 0 (np.tril of the logits) instead of -inf": r'''def my_causal_attention(q, k, v):
+    q, k, v = (np.asarray(a, dtype=float) for a in (q, k, v))
+    s = np.tril(q @ k.T / np.sqrt(q.shape[1]))
+    e = np.exp(s - s.max(axis=1, keepdims=True))
+    w = e / e.sum(axis=1, keepdims=True)
+    return w @ v, w
+''',
+    },
     'ex_equivariant': {
         "np.allclose with its default tolerances (rtol 1e-5), not the 1e-9 asked for": r'''def is_permutation_equivariant(f, x, perm):
     x = np.asarray(x, dtype=float)
