@@ -253,7 +253,33 @@ HOSTILE_MARKDOWN = {
     "between code spans": "`a` <script>alert(1)</script> `b`",
     "unclosed": "<img src=x onerror=alert(1)",
     "inequality without spaces": "so a<b and c>d holds",
+    # the self-check form is the one raw HTML the course writes: anything beyond its exact shape is text
+    "self-check div with a handler": '<div class="selfcheck" id="selfcheck-a" onclick="alert(1)">\n\nx\n\n</div>',
+    "self-check summary with a script": "<details><summary><script>alert(1)</script></summary>\n\nx\n\n</details>",
+    "self-check details with a style": '<details style="position:fixed;inset:0">\n\nx\n\n</details>',
 }
+
+# Raw HTML that runs nothing but is not the course's form either: escaped all the same (an id could shadow a
+# global name of the grader's page, "DOM clobbering"; another class could borrow the page's styles).
+NOT_THE_COURSES_FORM = {
+    "an id of the page's": '<div class="selfcheck" id="jQuery">\n\nx\n\n</div>',
+    "another class": '<div class="modal-backdrop" id="selfcheck-a">\n\nx\n\n</div>',
+    "another tag": "<details><summary>A</summary>\n\n<b>x</b>\n\n</details>",
+}
+
+
+@pytest.mark.parametrize("name", sorted(NOT_THE_COURSES_FORM))
+def test_raw_html_beyond_the_self_check_form_is_escaped(name):
+    source = NOT_THE_COURSES_FORM[name]
+    assert markdown_problems(source), f"{name} passed as the course's own form"
+    assert inert_markdown(source) != source
+
+
+def test_the_self_check_form_is_left_as_it_is():
+    source = ('<div class="selfcheck" id="selfcheck-layout">\n\n**Check yourself.** Which?\n\n'
+              '<details><summary>A. The half layout</summary>\n\n**Not quite.** Because $a<b$.\n\n</details>\n\n</div>')
+    assert not markdown_problems(source), markdown_problems(source)
+    assert inert_markdown(source) == source
 
 
 @pytest.mark.parametrize("name", sorted(HOSTILE_MARKDOWN))

@@ -215,7 +215,8 @@ def _unsafe_tokens(tokens) -> list[str]:
         kind = token.get("type")
         attrs = token.get("attrs") or {}
         if kind in ("inline_html", "block_html"):
-            found.append(f"raw HTML {token.get('raw', '')[:40]!r}")
+            if not _course_html(token.get("raw", "")):
+                found.append(f"raw HTML {token.get('raw', '')[:40]!r}")
         elif kind in ("link", "image") and not safe_url(attrs.get("url"), image=kind == "image"):
             found.append(f"{kind} to {str(attrs.get('url'))[:40]!r}")
         elif kind == "block_code" and str(attrs.get("info") or "").strip().startswith("mermaid"):
@@ -234,20 +235,32 @@ _TAGS = {
     "input": {"class", "type", "disabled", "checked"},
 }
 _STYLE = re.compile(r"^text-align:\s*(left|right|center)$")
+# The one piece of raw HTML the chapters write (solutions/README.md, "Self-check questions"): a question as
+# <div class="selfcheck" id="selfcheck-..."> holding <details><summary>option</summary> explanation </details>.
+# Nothing else raw passes: no other tag, no other attribute, no other value of these two.
+_COURSE_TAGS = {"div": {"class", "id"}, "details": set(), "summary": set()}
+_COURSE_VALUES = {"class": re.compile(r"^selfcheck$"), "id": re.compile(r"^selfcheck-[a-z0-9-]{1,60}$")}
+_TAGS = {**_TAGS, "details": set(), "summary": set(), "div": {"class", "id"}}
 
 
 class _Whitelist(HTMLParser):
-    def __init__(self):
+    def __init__(self, tags: dict | None = None, values: dict | None = None):
         super().__init__(convert_charrefs=True)
         self.problems = []
+        self.tags = _TAGS if tags is None else tags
+        self.values = values or {}
 
     def handle_starttag(self, tag, attrs):
-        if tag not in _TAGS:
+        if tag not in self.tags:
             self.problems.append(f"<{tag}>")
             return
         for name, value in attrs:
-            if name not in _TAGS[tag]:
+            if name not in self.tags[tag]:
                 self.problems.append(f"<{tag} {name}>")
+            elif tag == "div" and name == "id" and not _COURSE_VALUES["id"].match(value or ""):
+                self.problems.append(f"<div id={value!r}>")
+            elif name in self.values and not self.values[name].match(value or ""):
+                self.problems.append(f"<{tag} {name}={value!r}>")
             elif name in ("href", "src") and not safe_url(value or "", image=tag == "img"):
                 self.problems.append(f"<{tag} {name}={value!r}>")
             elif name == "style" and not _STYLE.match(value or ""):
@@ -267,6 +280,14 @@ class _Whitelist(HTMLParser):
         self.problems.append(f"<?{data[:20]}>")
 
     unknown_decl = handle_decl
+
+
+def _course_html(raw: str) -> bool:
+    """Whether a piece of raw HTML in markdown is the self-check form's and nothing else."""
+    checker = _Whitelist(_COURSE_TAGS, _COURSE_VALUES)
+    checker.feed(raw)
+    checker.close()
+    return not checker.problems
 
 
 REMEMBERED_MARKDOWN = 20_000  # markdown cells up to this size without attachments are checked once per worker
