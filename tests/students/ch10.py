@@ -15,20 +15,21 @@ def yarn_pair_kinds(config):
     d = config.get("qk_rope_head_dim") or config.get("head_dim") \
         or config["hidden_size"] // config["num_attention_heads"]
     d = int(d)
+    r = int(d * config.get("partial_rotary_factor", 1))   # the rotated width: YaRN sees a head this wide
     base = float(config["rope_theta"])
     L0 = int(block["original_max_position_embeddings"])
     fast = float(block.get("beta_fast", 32))
     slow = float(block.get("beta_slow", 1))
 
     def pair_with(turns):
-        return d * math.log(L0 / (turns * 2 * math.pi)) / (2 * math.log(base))
+        return r * math.log(L0 / (turns * 2 * math.pi)) / (2 * math.log(base))
 
     low = max(math.floor(pair_with(fast)), 0)
-    high = min(math.ceil(pair_with(slow)), d - 1)
+    high = min(math.ceil(pair_with(slow)), r - 1)
     if low == high:
         high += 0.001
     kept = blended = interpolated = 0
-    for i in range(d // 2):
+    for i in range(r // 2):
         ramp = min(max((i - low) / (high - low), 0.0), 1.0)
         if ramp == 0.0:
             kept += 1
@@ -36,8 +37,8 @@ def yarn_pair_kinds(config):
             interpolated += 1
         else:
             blended += 1
-    print("pairs:", kept, blended, interpolated)
-    return [kept, blended, interpolated]
+    print("pairs:", kept, blended, interpolated, "and", d // 2 - r // 2, "still")
+    return [kept, blended, interpolated, d // 2 - r // 2]
 ''',
     'needle_weights': r'''import math
 
@@ -46,18 +47,41 @@ def needle_weights(margin, n, L0):
     lam = math.log(n, L0) if n > L0 else 1
     return [1 / (1 + (n - 1) * math.exp(-margin)), 1 / (1 + (n - 1) * math.exp(-lam * margin))]
 ''',
-    'my_self_extend': r'''def my_self_extend(length, group_size, window):
-    out = []
+    'colleague_error': r'''def colleague_error(length, group_size, window):
+    # loops: the paper's distance pair by pair, against the colleague's matrix
+    theirs = colleague_self_extend(length, group_size, window)
+    out = [[0] * length for _ in range(length)]
     for i in range(length):
-        row = []
-        for j in range(length):
-            if j > i:
-                row.append(-1)
-            elif i - j < window:
-                row.append(i - j)
+        for j in range(i + 1):
+            if i - j < window:
+                paper = i - j
             else:
-                row.append(i // group_size - j // group_size + window - window // group_size)
-        out.append(row)
+                paper = (i // group_size - j // group_size) + (window - window // group_size)
+            out[i][j] = int(theirs[i][j]) - paper
+    return out
+''',
+    'self_extend_logits': r'''import math
+
+def self_extend_logits(q, k, group_size, window, base):
+    # the two passes written as explicit position ids, merged row by row in float32
+    q = np.asarray(q, dtype=np.float32)
+    k = np.asarray(k, dtype=np.float32)
+    n = q.shape[0]
+    ids = np.arange(n)
+    shift = window - math.floor(window / group_size)
+    passes = {
+        "neighbour": (ids, ids),
+        "grouped": (ids // group_size + shift, ids // group_size),
+    }
+    logits = {}
+    for name, (qi, ki) in passes.items():
+        rq = posenc.apply_rope(q, qi, base).astype(np.float32)
+        rk = posenc.apply_rope(k, ki, base).astype(np.float32)
+        logits[name] = rq @ rk.T
+    out = np.full((n, n), -np.inf, dtype=np.float32)
+    for i in range(n):
+        for j in range(i + 1):
+            out[i, j] = logits["neighbour" if i - j < window else "grouped"][i, j]
     return out
 ''',
 }
@@ -92,18 +116,7 @@ FLOAT64_PINNED = {
 # its exercise's points on every draw ({solution id: {what is wrong: source}}).
 PLAUSIBLY_WRONG = {
     'yarn_pair_kinds': {
-        'the head size from head_dim alone (the whole MLA head, or hidden_size / heads ignored)': r'''def yarn_pair_kinds(config):
-    block = config["rope_scaling"]
-    d = int(config["head_dim"]) if "head_dim" in config else int(config["hidden_size"]) // int(config["num_attention_heads"])
-    base, s = float(config["rope_theta"]), float(block["factor"])
-    theta = posenc.rope_frequencies(d, base)
-    freqs, _ = posenc.yarn(d, base, s, int(block["original_max_position_embeddings"]),
-                           beta_fast=float(block.get("beta_fast", 32.0)), beta_slow=float(block.get("beta_slow", 1.0)))
-    kept = int(np.sum(freqs == theta))
-    interp = int(np.sum(np.isclose(freqs, theta / s, rtol=1e-12)))
-    return kept, d // 2 - kept - interp, interp
-''',
-        'the extended length (max_position_embeddings) as the training length': r'''def yarn_pair_kinds(config):
+        'partial_rotary_factor ignored (every pair of the head rotates)': r'''def yarn_pair_kinds(config):
     block = config["rope_scaling"]
     if "qk_rope_head_dim" in config:
         d = int(config["qk_rope_head_dim"])
@@ -113,42 +126,104 @@ PLAUSIBLY_WRONG = {
         d = int(config["hidden_size"]) // int(config["num_attention_heads"])
     base, s = float(config["rope_theta"]), float(block["factor"])
     theta = posenc.rope_frequencies(d, base)
-    freqs, _ = posenc.yarn(d, base, s, int(config["max_position_embeddings"]),
-                           beta_fast=float(block.get("beta_fast", 32.0)), beta_slow=float(block.get("beta_slow", 1.0)))
-    kept = int(np.sum(freqs == theta))
-    interp = int(np.sum(np.isclose(freqs, theta / s, rtol=1e-12)))
-    return kept, d // 2 - kept - interp, interp
-''',
-        'the head size from hidden_size / num_attention_heads, whatever head_dim says': r'''def yarn_pair_kinds(config):
-    block = config["rope_scaling"]
-    d = int(config["hidden_size"]) // int(config["num_attention_heads"])
-    base, s = float(config["rope_theta"]), float(block["factor"])
-    theta = posenc.rope_frequencies(d, base)
     freqs, _ = posenc.yarn(d, base, s, int(block["original_max_position_embeddings"]),
                            beta_fast=float(block.get("beta_fast", 32.0)), beta_slow=float(block.get("beta_slow", 1.0)))
     kept = int(np.sum(freqs == theta))
     interp = int(np.sum(np.isclose(freqs, theta / s, rtol=1e-12)))
-    return kept, d // 2 - kept - interp, interp
+    return kept, d // 2 - kept - interp, interp, 0
+''',
+        'the partial head keeps the full head spectrum (p-RoPE style), YaRN over d, only the first pairs counted': r'''def yarn_pair_kinds(config):
+    block = config["rope_scaling"]
+    if "qk_rope_head_dim" in config:
+        d = int(config["qk_rope_head_dim"])
+    elif "head_dim" in config:
+        d = int(config["head_dim"])
+    else:
+        d = int(config["hidden_size"]) // int(config["num_attention_heads"])
+    r = int(d * config.get("partial_rotary_factor", 1.0))
+    base, s = float(config["rope_theta"]), float(block["factor"])
+    theta = posenc.rope_frequencies(d, base)[: r // 2]
+    freqs, _ = posenc.yarn(d, base, s, int(block["original_max_position_embeddings"]),
+                           beta_fast=float(block.get("beta_fast", 32.0)), beta_slow=float(block.get("beta_slow", 1.0)))
+    freqs = freqs[: r // 2]
+    kept = int(np.sum(freqs == theta))
+    interp = int(np.sum(np.isclose(freqs, theta / s, rtol=1e-12)))
+    return kept, r // 2 - kept - interp, interp, d // 2 - r // 2
+''',
+        'the head size from head_dim alone (the whole MLA head, or hidden_size / heads ignored)': r'''def yarn_pair_kinds(config):
+    block = config["rope_scaling"]
+    d = int(config["head_dim"]) if "head_dim" in config else int(config["hidden_size"]) // int(config["num_attention_heads"])
+    r = int(d * config.get("partial_rotary_factor", 1.0))
+    base, s = float(config["rope_theta"]), float(block["factor"])
+    theta = posenc.rope_frequencies(r, base)
+    freqs, _ = posenc.yarn(r, base, s, int(block["original_max_position_embeddings"]),
+                           beta_fast=float(block.get("beta_fast", 32.0)), beta_slow=float(block.get("beta_slow", 1.0)))
+    kept = int(np.sum(freqs == theta))
+    interp = int(np.sum(np.isclose(freqs, theta / s, rtol=1e-12)))
+    return kept, r // 2 - kept - interp, interp, d // 2 - r // 2
+''',
+        'the extended length (max_position_embeddings) as the training length': r'''def yarn_pair_kinds(config):
+    block = config["rope_scaling"]
+    if "qk_rope_head_dim" in config:
+        d = int(config["qk_rope_head_dim"])
+    elif "head_dim" in config:
+        d = int(config["head_dim"])
+    else:
+        d = int(config["hidden_size"]) // int(config["num_attention_heads"])
+    r = int(d * config.get("partial_rotary_factor", 1.0))
+    base, s = float(config["rope_theta"]), float(block["factor"])
+    theta = posenc.rope_frequencies(r, base)
+    freqs, _ = posenc.yarn(r, base, s, int(config.get("max_position_embeddings", 4 * block["original_max_position_embeddings"])),
+                           beta_fast=float(block.get("beta_fast", 32.0)), beta_slow=float(block.get("beta_slow", 1.0)))
+    kept = int(np.sum(freqs == theta))
+    interp = int(np.sum(np.isclose(freqs, theta / s, rtol=1e-12)))
+    return kept, r // 2 - kept - interp, interp, d // 2 - r // 2
 ''',
     },
-    'my_self_extend': {
-        'the neighbours grouped too (the colleague fixed only the shift)': r'''def my_self_extend(length, group_size, window):
+    'colleague_error': {
+        'paper minus colleague (the sign of the error turned round)': r'''def colleague_error(length, group_size, window):
     i = np.arange(length)[:, None]
     j = np.arange(length)[None, :]
-    grouped = i // group_size - j // group_size + window - window // group_size
-    return np.where(j <= i, grouped, -1)
+    paper = np.where(i - j < window, i - j, i // group_size - j // group_size + window - window // group_size)
+    return np.where(j <= i, paper - colleague_self_extend(length, group_size, window), 0)
 ''',
-        'the window without the shift (the grouped distances fall back below the window)': r'''def my_self_extend(length, group_size, window):
+        'a mask of the wrong pairs instead of the size of the error': r'''def colleague_error(length, group_size, window):
     i = np.arange(length)[:, None]
     j = np.arange(length)[None, :]
-    grouped = i // group_size - j // group_size
-    return np.where(j <= i, np.where(i - j < window, i - j, grouped), -1)
+    paper = np.where(i - j < window, i - j, i // group_size - j // group_size + window - window // group_size)
+    return np.where(j <= i, colleague_self_extend(length, group_size, window) != paper, 0).astype(int)
 ''',
-        'the window edge included (i - j <= W keeps one distance too many)': r'''def my_self_extend(length, group_size, window):
+        'the window edge counted as a neighbour (i - j <= W)': r'''def colleague_error(length, group_size, window):
     i = np.arange(length)[:, None]
     j = np.arange(length)[None, :]
-    grouped = i // group_size - j // group_size + window - window // group_size
-    return np.where(j <= i, np.where(i - j <= window, i - j, grouped), -1)
+    paper = np.where(i - j <= window, i - j, i // group_size - j // group_size + window - window // group_size)
+    return np.where(j <= i, colleague_self_extend(length, group_size, window) - paper, 0)
+''',
+    },
+    'self_extend_logits': {
+        'the shift given to the keys instead of the queries': r'''def self_extend_logits(q, k, group_size, window, base):
+    pos = np.arange(len(q))
+    near = posenc.apply_rope(q, pos, base) @ posenc.apply_rope(k, pos, base).T
+    shift = window - window // group_size
+    far = posenc.apply_rope(q, pos // group_size, base) @ posenc.apply_rope(k, pos // group_size + shift, base).T
+    return np.where(pos[:, None] - pos[None, :] < window, near, far)
+''',
+        'no shift in the grouped pass (the colleague\'s second mistake, moved into ids)': r'''def self_extend_logits(q, k, group_size, window, base):
+    pos = np.arange(len(q))
+    near = posenc.apply_rope(q, pos, base) @ posenc.apply_rope(k, pos, base).T
+    far = posenc.apply_rope(q, pos // group_size, base) @ posenc.apply_rope(k, pos // group_size, base).T
+    return np.where(pos[:, None] - pos[None, :] < window, near, far)
+''',
+        'the shift W // G (the neighbour window divided by the group) instead of W - W // G': r'''def self_extend_logits(q, k, group_size, window, base):
+    pos = np.arange(len(q))
+    near = posenc.apply_rope(q, pos, base) @ posenc.apply_rope(k, pos, base).T
+    far = posenc.apply_rope(q, pos // group_size + window // group_size, base) @ posenc.apply_rope(k, pos // group_size, base).T
+    return np.where(pos[:, None] - pos[None, :] < window, near, far)
+''',
+        'the grouped pass for every key (the neighbours grouped too)': r'''def self_extend_logits(q, k, group_size, window, base):
+    pos = np.arange(len(q))
+    shift = window - window // group_size
+    return posenc.apply_rope(q, pos // group_size + shift, base) @ posenc.apply_rope(k, pos // group_size, base).T
 ''',
     },
     'needle_weights': {
