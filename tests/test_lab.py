@@ -5,6 +5,7 @@ solved and an unsolved notebook, and the lesson run in Chromium with its explore
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import uuid
@@ -12,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+import selfcheck
+from autograder import course
 from autograder.course import source_notebook
 from support import ROOT, SCREENSHOTS, VENV_BIN, jupyter_lab, watched_context
 
@@ -191,3 +194,72 @@ def test_lesson_runs_in_the_browser_and_the_explorer_reacts(lab, browser):
         errors = [e for e in watched.errors if "NotImplementedError" not in e]
         assert not watched.outside, f"JupyterLab requested addresses off this machine: {watched.outside}"
         assert not errors, f"console errors in JupyterLab: {errors}"
+
+
+# The self-check questions JupyterLab rendered: per question its id and per option whether its explanation is open.
+# (JupyterLab's sanitizer renames a markdown element's id to data-jupyter-id.)
+LAB_SELFCHECKS = """() => [...document.querySelectorAll('.jp-RenderedMarkdown div.selfcheck')]
+  .map(q => q.dataset.jupyterId)"""
+# Scrolls the open notebook to the first cell whose source holds the text (and makes it the active cell).
+SCROLL_TO_CELL = """(text) => {
+  const notebook = window.jupyterapp.shell.currentWidget.content;
+  const index = notebook.model.sharedModel.cells.findIndex(c => c.getSource().includes(text));
+  if (index < 0) return false;  // not loaded yet
+  notebook.activeCellIndex = index;
+  notebook.scrollToItem(index, 'center');
+  return true;
+}"""
+
+
+def lab_question(question_id: str) -> str:
+    return f'.jp-RenderedMarkdown div.selfcheck[data-jupyter-id="{question_id}"]'
+
+
+@pytest.mark.xdist_group("lab")
+@pytest.mark.parametrize("name", course.assignments())
+def test_self_check_questions_answer_in_jupyterlab(lab, browser, name):
+    """A student's lesson in JupyterLab renders the chapter's self-check questions as the book does (plain markdown
+    and HTML, no extension needed): every question is there, and picking the right option of one and a wrong
+    option shows "Right." and "Not quite." with their explanations."""
+    server, _, _ = lab
+    expected = selfcheck.questions(course.source_markdown(name).read_text())
+    with watched_context(browser, viewport={"width": 1300, "height": 1000}) as watched:
+        page = watched.new_page()
+        page.goto(f"{server.url}/lab/tree/{name}/{name}.ipynb?token={server.token}")
+        page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)
+        ids = []
+        for q in expected:  # JupyterLab renders the cells near the view: bring each question's cell there
+            page.wait_for_function(SCROLL_TO_CELL, arg=f'id="{q.id}"', timeout=60_000)
+            page.wait_for_selector(lab_question(q.id), timeout=60_000)
+            ids += [i for i in page.evaluate(LAB_SELFCHECKS) if i == q.id]
+        assert ids == [q.id for q in expected], f"{name}: JupyterLab rendered {ids}"
+        page.wait_for_function(SCROLL_TO_CELL, arg=f'id="{expected[0].id}"', timeout=60_000)
+        shown = selfcheck.answer_one_right_and_one_wrong(page, lab_question(expected[0].id),
+                                                         [o.right for o in expected[0].options])
+        assert not watched.outside, f"JupyterLab requested addresses off this machine: {watched.outside}"
+    assert shown["right"].startswith("Right.") and len(shown["right"]) > 20, (name, shown)
+    assert shown["wrong"].startswith("Not quite.") and len(shown["wrong"]) > 20, (name, shown)
+
+
+@pytest.mark.xdist_group("lab")
+def test_lesson_text_renders_citations_terms_and_equations_in_jupyterlab(lab, browser):
+    """JupyterLab renders a lesson's text as a student reads it (autograder/lesson_markdown.py): citations as
+    author-year labels, glossary terms as words, numbered equations, no MyST role or target left as typed."""
+    server, _, _ = lab
+    name = EXPLORER
+    with watched_context(browser, viewport={"width": 1300, "height": 1000}) as watched:
+        page = watched.new_page()
+        page.goto(f"{server.url}/lab/tree/{name}/{name}.ipynb?token={server.token}")
+        page.wait_for_selector(".jp-Notebook .jp-RenderedMarkdown", timeout=90_000)
+        page.wait_for_function("() => document.querySelector('.jp-Notebook .jp-RenderedMarkdown mjx-container')",
+                               timeout=60_000)  # MathJax has typeset
+        text = page.evaluate("() => [...document.querySelectorAll('.jp-Notebook .jp-RenderedMarkdown')]"
+                             ".map(m => m.innerText).join('\\n')")
+        tags = page.evaluate("() => document.querySelectorAll('.jp-RenderedMarkdown mjx-container mjx-mtd[id^=\"mjx-eqn\"],"
+                             " .jp-RenderedMarkdown mjx-container mjx-labels').length")
+        assert not watched.outside, f"JupyterLab requested addresses off this machine: {watched.outside}"
+    left = re.findall(r"\{[a-z]+(?::[a-z]+)?\}`[^`]*`|^\([\w.-]+\)=", text, re.M)
+    assert not left, f"{name}: MyST shown as typed in JupyterLab: {left[:5]}"
+    assert "[Vaswani et al., 2017]" in text, "the chapter's first citation is not rendered as its label"
+    assert "Permutation equivariance" in text, "a glossary term's word is missing"
+    assert tags, "no numbered equation rendered"

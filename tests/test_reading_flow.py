@@ -11,7 +11,9 @@ import re
 
 import pytest
 
+import selfcheck
 import support
+from autograder import course
 from support import watched_context
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("book")]
@@ -117,3 +119,42 @@ def test_no_grading_call_shows_until_the_reader_opens_it(built_book, browser, na
     assert not shown, f"{name} shows grading code to a reader who opened nothing:\n" + \
         "\n".join(f"  ...{s}..." for s in shown[:10])
     assert GRADING.search(opened), f"{name}: no test cell found even with every fold open (the check saw nothing)"
+
+
+# Every self-check question on the page: its id, and per option the summary, whether its explanation is rendered
+# (a reader sees it) and the explanation's text (textContent: also while closed).
+SELFCHECKS = """() => [...document.querySelectorAll('div.selfcheck')].map(q => ({
+  id: q.id,
+  options: [...q.querySelectorAll('details')].map(d => ({
+    summary: d.querySelector('summary').innerText.trim(),
+    visible: [...d.children].filter(c => c.tagName !== 'SUMMARY').some(c => c.offsetHeight > 0),
+    text: [...d.children].filter(c => c.tagName !== 'SUMMARY').map(c => c.innerText).join(' ').trim(),
+  })),
+}))"""
+RAW_MYST = re.compile(r"\{[a-z:]+\}`|\$[^$\s]")  # a role or a dollar of math left unrendered
+
+
+@pytest.mark.parametrize("name", support.toc_chapters())
+def test_self_check_questions_answer_when_clicked(built_book, browser, name):
+    """Each chapter's self-check questions render as questions whose explanations stay hidden until the reader
+    picks an option; a reader who picks the right option of the first question reads "Right." and why, one who
+    picks a wrong one reads "Not quite." and why, with math and terms rendered (no role or dollar left). Works on
+    the static page: no kernel, no script of the book's."""
+    html, _ = built_book
+    chapter = name.split("/")[-1]
+    expected = selfcheck.questions(course.source_markdown(chapter).read_text())
+    with watched_context(browser, viewport=LAPTOP) as watched:
+        page = watched.new_page()
+        page.goto((html / f"{name}.html").as_uri(), wait_until="load")
+        found = page.evaluate(SELFCHECKS)
+        assert [q["id"] for q in found] == [q.id for q in expected], f"{name}: the page's questions differ"
+        for q, source in zip(found, expected):
+            assert len(q["options"]) == len(source.options), f"{name} {q['id']}: options lost on the page"
+            assert not any(o["visible"] for o in q["options"]), f"{name} {q['id']}: an answer shows unasked"
+            for o in q["options"]:
+                raw = RAW_MYST.search(o["text"])
+                assert not raw, f"{name} {q['id']} {o['summary']!r}: unrendered {raw.group()!r} in {o['text'][:120]!r}"
+        shown = selfcheck.answer_one_right_and_one_wrong(page, f"div.selfcheck#{found[0]['id']}",
+                                                         [o.right for o in expected[0].options])
+    assert shown["right"].startswith("Right.") and len(shown["right"]) > 20, (name, shown)
+    assert shown["wrong"].startswith("Not quite.") and len(shown["wrong"]) > 20, (name, shown)

@@ -1,6 +1,7 @@
 """``python -m autograder release [CHAPTER ...]`` (`make lessons`): the student notebooks lessons/ generated from
 the chapters' MyST markdown in solutions/ (each first written as the notebook nbgrader reads, course.source_notebook)
-by nbgrader (solutions stubbed, hidden tests and mark schemes removed), each
+by nbgrader (solutions stubbed, hidden tests and mark schemes removed), their text written as Markdown any Jupyter
+renders with the MyST kept for the book (autograder/lesson_markdown.py), each
 saying in its notebook metadata which source it was generated from, and each starting with the install cell
 (autograder/install_cell.py: it installs the course's package where a launch button or a download opens the lesson
 without it), filled in from _config.yml's repository and pyproject.toml."""
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import nbformat
 
-from .. import course, install_cell
+from .. import course, install_cell, lesson_markdown
 
 
 def release(names: list[str] | None = None, release_dir: Path | None = None) -> list[Path]:
@@ -31,6 +32,7 @@ def release(names: list[str] | None = None, release_dir: Path | None = None) -> 
         nb = nbformat.read(lesson, as_version=4)
         mark_generated(nb, name)
         fold_grading(nb)
+        lesson_markdown.make_readable(nb)  # what JupyterLab and Colab render; the book reads the MyST back
         install_cell.put_first(nb, cell)
         nbformat.write(nb, lesson)
         written.append(lesson)

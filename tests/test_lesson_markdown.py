@@ -1,0 +1,74 @@
+"""The lessons' text as JupyterLab and Colab render it (autograder/lesson_markdown.py): no MyST role, target or
+directive left in what a student reads, every conversion as the module says, and the book's MyST read back
+exactly (book/_ext/lesson_source.py). Whether JupyterLab shows it: tests/test_lab.py."""
+
+from __future__ import annotations
+
+import json
+
+import nbformat
+import pytest
+
+from autograder import course, lesson_markdown as lm
+
+CHAPTERS = course.assignments()
+CONTEXT = lm.Context(citations={"press2022train": "Press et al., 2022", "su2021roformer": "Su et al., 2021"},
+                     sections={"sec-bias": "The bias"}, equations={"eq-a": 3}, figures={"fig-x": 5})
+
+
+@pytest.mark.parametrize("source, expected", [
+    ("as {cite}`press2022train` showed", "as [Press et al., 2022] showed"),
+    ("{cite}`press2022train,su2021roformer`", "[Press et al., 2022; Su et al., 2021]"),
+    ("{cite:t}`su2021roformer` call it", "Su et al. [2021] call it"),
+    ("an {term}`ALiBi` model, a {term}`relative scheme <Relative position encoding>`",
+     "an ALiBi model, a relative scheme"),
+    ("see {ref}`sec-bias` and {ref}`that part <sec-bias>`", "see The bias and that part"),
+    ("by {eq}`eq-a`", "by (3)"),
+    ("{numref}`fig-x` shows", "the figure below shows"),
+    ("misses by {glue:text}`residual_bits:.3f` of it", "misses by `residual_bits` of it"),
+    ("(sec-x)=\n## A heading", "## A heading"),
+    ("$$\na + b\n$$ (eq-a)\n", "$$\na + b \\tag{3}$$\n"),
+    ("```{admonition} Key formulas\n:class: tip\n- one\n- two\n```", "> **Key formulas**\n>\n> - one\n> - two"),
+    ("plain text with $x$ and `code`", "plain text with $x$ and `code`"),
+])
+def test_each_myst_construct_becomes_what_jupyter_renders(source, expected):
+    assert lm.readable(source, CONTEXT, cell_index=2) == expected
+
+
+def test_a_figure_above_and_one_of_another_page():
+    assert lm.readable("{numref}`fig-x`", CONTEXT, cell_index=9) == "the figure above"
+    assert lm.readable("{numref}`fig-elsewhere`", CONTEXT, cell_index=9) == "a figure of the book"
+
+
+def test_an_unknown_citation_key_is_named():
+    with pytest.raises(KeyError, match="nosuchkey"):
+        lm.readable("{cite}`nosuchkey`", CONTEXT)
+
+
+def test_labels_are_the_books_author_year_labels():
+    labels = lm.citation_labels()
+    assert labels["vaswani2017attention"] == "Vaswani et al., 2017"
+    assert all(label[-4:].isdigit() or label[-5:-1].isdigit() for label in labels.values()), labels
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_a_lesson_shows_no_myst_and_keeps_it_for_the_book(name):
+    """Every markdown cell a student reads is free of MyST syntax; the MyST the book reads back is the source's
+    own text, cell for cell (nbgrader's cells, a written answer's, are as nbgrader left them)."""
+    lesson = json.loads(course.lesson_notebook(name).read_text())
+    source = course.read_source(name)
+    source_markdown = {c.get("id"): c.source for c in source.cells if c.cell_type == "markdown"}
+    for cell in lesson["cells"]:
+        if cell["cell_type"] != "markdown":
+            continue
+        text = "".join(cell["source"])
+        if cell["metadata"].get("nbgrader"):
+            continue
+        assert not lm.has_myst(text), f"{name} cell {cell.get('id')}: MyST left for the student: {text[:200]!r}"
+        myst = cell["metadata"].get(lm.KEY, {}).get("myst")
+        if myst is not None and cell.get("id") in source_markdown:
+            assert myst == source_markdown[cell["id"]], f"{name} cell {cell['id']}: the kept MyST is not the source's"
+    restored = nbformat.reads(json.dumps(lm.restore(lesson)), as_version=4)  # as Sphinx reads the notebook
+    for cell in restored.cells:
+        if cell.cell_type == "markdown" and cell.get("id") in source_markdown and not cell.metadata.get("nbgrader"):
+            assert cell.source == source_markdown[cell.id], f"{name} cell {cell.id}: the book would read other text"
