@@ -167,6 +167,9 @@ def test_every_explorer_control_moves_its_figure(built_book, browser, chapter):
             start = ex.evaluate(STATE)
             assert start["loaded"], f"{name}: explorer {e}'s default picture did not load"
             assert not any(c["disabled"] for c in start["controls"]), f"{name}: controls left disabled"
+            options = ex.evaluate("root => [...root.querySelectorAll('select option')].map(o => o.textContent)")
+            code_names = [o for o in options if re.fullmatch(r"[a-z0-9]+(_[a-z0-9]+)+", o)]
+            assert not code_names, f"{name}: explorer {e} offers code names as choices: {code_names}"
             assert not disagreements(start), f"{name}: readouts and title disagree: {disagreements(start)} " \
                                              f"in {start['title']!r}"
             if e == 0:

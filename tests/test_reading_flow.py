@@ -127,7 +127,7 @@ SELFCHECKS = """() => [...document.querySelectorAll('div.selfcheck')].map(q => (
   id: q.id,
   options: [...q.querySelectorAll('details')].map(d => ({
     summary: d.querySelector('summary').innerText.trim(),
-    visible: [...d.children].filter(c => c.tagName !== 'SUMMARY').some(c => c.offsetHeight > 0),
+    visible: d.open,  // a closed <details> shows its summary only
     text: [...d.children].filter(c => c.tagName !== 'SUMMARY').map(c => c.innerText).join(' ').trim(),
   })),
 }))"""
