@@ -13,7 +13,8 @@ What each becomes (:func:`readable`):
   book's author-year labels (book/references.bib).
 - ``{term}`text <Term>``` -> "text"; ``{ref}`label``` -> the section's title, ``{ref}`text <label>``` -> "text";
   ``{doc}`` likewise.
-- ``$$ ... $$ (label)`` -> the equation with ``\\tag{n}``, numbered in the order of the chapter as the book does;
+- ``$$ ... $$ (label)`` -> the equation with ``\\tag{n}``, the number the book gives it (it numbers equations
+  across its pages in the table of contents' order);
   ``{eq}`label``` -> "(n)".
 - ``{numref}`fig-x``` -> "the figure above" or "below" (the book numbers figures across the whole book, which a
   single notebook cannot know).
@@ -37,8 +38,8 @@ ROOT = Path(__file__).resolve().parent.parent
 BIBLIOGRAPHY = ROOT / "book" / "references.bib"
 KEY = "posenc"  # the cell metadata namespace: metadata.posenc.myst holds the MyST source
 GLUE_NOTE = ("*In this notebook, a name in code font inside the text, like `this`, stands for a number the code "
-             "cells compute: run the cells above it and print the name to see it (the book shows the numbers "
-             "in the text).*")
+             "computes: the cell that computes it hands it to `glue(\"this\", ...)`, and the book prints its value "
+             "in its place.*")
 
 ROLE = re.compile(r"\{(?P<role>[a-z]+(?::[a-z]+)?)\}`(?P<body>[^`]*)`")
 TARGET_LINE = re.compile(r"^\((?P<label>[A-Za-z0-9_:.-]+)\)=[ \t]*\n?", re.M)
@@ -114,7 +115,15 @@ def readable(source: str, context: Context, cell_index: int = 0) -> str:
     text = ADMONITION.sub(_admonition, source)
     text = EQUATION.sub(lambda m: f"$${m['math'].rstrip()} \\tag{{{context.equations[m['label']]}}}$$", text)
     text = TARGET_LINE.sub("", text)
-    return ROLE.sub(lambda m: _role(m, context, cell_index), text)
+    return ROLE.sub(lambda m: _sentence_case(_role(m, context, cell_index), m.string, m.start()), text)
+
+
+def _sentence_case(words: str, text: str, at: int) -> str:
+    """``words`` with a capital first letter where they start a sentence (a role's replacement such as "the
+    figure below" may begin one)."""
+    before = text[:at].rstrip(" \t*_")
+    starts = before == "" or before[-1] in ".!?\n" or re.search(r"(^|\n)\s*([-+*]|\d+\.)$", before)
+    return words[:1].upper() + words[1:] if starts and words[:1].islower() else words
 
 
 def has_myst(source: str) -> bool:
@@ -166,24 +175,49 @@ def book_sections() -> dict:
     return section_titles(texts)
 
 
-def chapter_context(nb) -> Context:
-    """The context of one chapter's notebook: its equations numbered in order, its figures' cells."""
+def equations_before(name: str) -> int:
+    """How many numbered equations the book has before chapter ``name``: the book numbers equations across
+    its pages in the order of _toc.yml, so a lesson's first is that number plus one."""
+    import yaml
+
+    def files(entries):
+        for entry in entries:
+            if "file" in entry:
+                yield entry["file"]
+            yield from files(entry.get("chapters", []))
+
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    count = 0
+    for page in [toc["root"], *files(toc.get("parts", [])), *files(toc.get("chapters", []))]:
+        parts = page.split("/")
+        if parts[0] == "lessons" and parts[1] == name:
+            return count
+        source = ROOT / "solutions" / parts[1] / f"{parts[1]}.md" if parts[0] == "lessons" else ROOT / f"{page}.md"
+        if source.is_file():
+            count += len({m["label"] for m in EQUATION.finditer(source.read_text())})
+    return count
+
+
+def chapter_context(nb, name: str | None = None) -> Context:
+    """The context of one chapter's notebook: its equations numbered as the book numbers them (after those of
+    the pages before it), its figures' cells."""
     equations, figures = {}, {}
+    first = equations_before(name) if name else 0
     for index, cell in enumerate(nb.cells):
         if cell.cell_type == "markdown":
             for match in EQUATION.finditer(cell.source):
-                equations.setdefault(match["label"], len(equations) + 1)
+                equations.setdefault(match["label"], first + len(equations) + 1)
         figure = cell.get("metadata", {}).get("mystnb", {}).get("figure", {})
         if figure.get("name"):
             figures[figure["name"]] = index
     return Context(citations=citation_labels(), sections=book_sections(), equations=equations, figures=figures)
 
 
-def make_readable(nb) -> None:
+def make_readable(nb, name: str | None = None) -> None:
     """Write every markdown cell of the lesson ``nb`` that holds MyST in readable form, in place, keeping the
     MyST in ``metadata.posenc.myst``; the first markdown cell says what a name in code font stands for when a
     number was glued. Cells nbgrader owns are left alone."""
-    context = chapter_context(nb)
+    context = chapter_context(nb, name)
     glued = False
     for index, cell in enumerate(nb.cells):
         if cell.cell_type != "markdown" or cell.get("metadata", {}).get("nbgrader") or not has_myst(cell.source):

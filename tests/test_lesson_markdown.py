@@ -24,7 +24,7 @@ CONTEXT = lm.Context(citations={"press2022train": "Press et al., 2022", "su2021r
      "an ALiBi model, a relative scheme"),
     ("see {ref}`sec-bias` and {ref}`that part <sec-bias>`", "see The bias and that part"),
     ("by {eq}`eq-a`", "by (3)"),
-    ("{numref}`fig-x` shows", "the figure below shows"),
+    ("as {numref}`fig-x` shows", "as the figure below shows"),
     ("misses by {glue:text}`residual_bits:.3f` of it", "misses by `residual_bits` of it"),
     ("(sec-x)=\n## A heading", "## A heading"),
     ("$$\na + b\n$$ (eq-a)\n", "$$\na + b \\tag{3}$$\n"),
@@ -36,8 +36,8 @@ def test_each_myst_construct_becomes_what_jupyter_renders(source, expected):
 
 
 def test_a_figure_above_and_one_of_another_page():
-    assert lm.readable("{numref}`fig-x`", CONTEXT, cell_index=9) == "the figure above"
-    assert lm.readable("{numref}`fig-elsewhere`", CONTEXT, cell_index=9) == "a figure of the book"
+    assert lm.readable("see {numref}`fig-x`", CONTEXT, cell_index=9) == "see the figure above"
+    assert lm.readable("see {numref}`fig-elsewhere`", CONTEXT, cell_index=9) == "see a figure of the book"
 
 
 def test_an_unknown_citation_key_is_named():
@@ -72,3 +72,25 @@ def test_a_lesson_shows_no_myst_and_keeps_it_for_the_book(name):
     for cell in restored.cells:
         if cell.cell_type == "markdown" and cell.get("id") in source_markdown and not cell.metadata.get("nbgrader"):
             assert cell.source == source_markdown[cell.id], f"{name} cell {cell.id}: the book would read other text"
+
+
+def test_a_sentence_that_begins_with_a_figure_begins_with_a_capital():
+    assert lm.readable("Text.\n{numref}`fig-x` shows it, as {numref}`fig-x` does.", CONTEXT, cell_index=9) == \
+        "Text.\nThe figure above shows it, as the figure above does."
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("book")
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_equation_numbers_are_the_books(built_book, name):
+    """A lesson's equations carry the numbers the book prints beside them (the book numbers equations across
+    its pages), so "(12)" in a student's notebook is equation 12 of the book's chapter."""
+    import re
+
+    html, _ = built_book
+    page = (html / "lessons" / name / f"{name}.html").read_text()
+    book = [int(n) for n in re.findall(r'<span class="eqno">\((\d+)\)', page)]
+    lesson = json.loads(course.lesson_notebook(name).read_text())
+    tags = [int(n) for cell in lesson["cells"] if cell["cell_type"] == "markdown"
+            for n in re.findall(r"\\tag\{(\d+)\}", "".join(cell["source"]))]
+    assert tags == book, f"{name}: the lesson numbers its equations {tags}, the book {book}"

@@ -32,7 +32,7 @@ def release(names: list[str] | None = None, release_dir: Path | None = None) -> 
         nb = nbformat.read(lesson, as_version=4)
         mark_generated(nb, name)
         fold_grading(nb)
-        lesson_markdown.make_readable(nb)  # what JupyterLab and Colab render; the book reads the MyST back
+        lesson_markdown.make_readable(nb, name)  # what JupyterLab and Colab render; the book reads the MyST back
         install_cell.put_first(nb, cell)
         nbformat.write(nb, lesson)
         written.append(lesson)
