@@ -210,6 +210,21 @@ def jupyter_lab(root_dir: Path, cwd: Path, tmp: Path, env: dict | None = None, t
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)  # its own process group (start_new_session): server + kernels
                 proc.wait(timeout=10)
+        # make exits at once on SIGTERM while the server it started may still be stopping (or stuck stopping its
+        # kernels): nothing of the group may outlive the fixture
+        deadline = time.monotonic() + 20
+        while _group_alive(proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        if _group_alive(proc.pid):
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except ProcessLookupError:
+        return False
 
 
 # ---------------------------------------------------------------------------------------------------------
