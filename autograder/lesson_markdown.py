@@ -132,27 +132,20 @@ def has_myst(source: str) -> bool:
 
 @lru_cache(maxsize=1)
 def citation_labels() -> dict:
-    """Each key of book/references.bib and its author-year label, as the book's bibliography makes it
-    (book/_ext/bibliography.py: the same template, a/b for equal labels in the bibliography's order)."""
-    from pybtex.database import parse_file
-    from pybtex.style.template import join
-    from pybtex.style.template import field as field_
-    from sphinxcontrib.bibtex.style.referencing import PersonStyle
-    from types import SimpleNamespace
+    """Each key of book/references.bib and its author-year label, made by the book's own bibliography style
+    (book/_ext/bibliography.py: its template, its order, its a/b for equal labels; the bibliography lists every
+    entry, so labelling them all gives the book's labels)."""
+    import importlib.util
 
-    entries = parse_file(str(BIBLIOGRAPHY)).entries
-    person = PersonStyle()
-    template = join(sep=", ")[person.author_or_editor_or_title(full=False), field_("year")]
-    labels = {key: template.format_data({"entry": entry, "style": SimpleNamespace(person=person)}).render_as("text")
-              for key, entry in entries.items()}
-    repeated = {}
-    for key in sorted(labels, key=lambda k: (labels[k].casefold(), entries[k].fields.get("eprint", ""), k)):
-        repeated.setdefault(labels[key], []).append(key)
-    for label, keys in repeated.items():
-        if len(keys) > 1:
-            for suffix, key in zip("abcdefghijklmnopqrstuvwxyz", keys):
-                labels[key] = label + suffix
-    return labels
+    from pybtex.database import parse_file
+
+    spec = importlib.util.spec_from_file_location("posenc_book_bibliography",
+                                                  ROOT / "book" / "_ext" / "bibliography.py")
+    bibliography = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bibliography)
+    ordered = sorted(parse_file(str(BIBLIOGRAPHY)).entries.values(),
+                     key=bibliography.AuthorYearSorting().sorting_key)
+    return {entry.key: label for entry, label in zip(ordered, bibliography.AuthorYearLabels().format_labels(ordered))}
 
 
 def section_titles(texts: list[str]) -> dict:
