@@ -94,3 +94,23 @@ def test_equation_numbers_are_the_books(built_book, name):
     tags = [int(n) for cell in lesson["cells"] if cell["cell_type"] == "markdown"
             for n in re.findall(r"\\tag\{(\d+)\}", "".join(cell["source"]))]
     assert tags == book, f"{name}: the lesson numbers its equations {tags}, the book {book}"
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("book")
+def test_citation_labels_are_the_books(built_book):
+    """Each work is cited in a lesson by the label the book's bibliography gives it, a/b included."""
+    import re
+
+    from bs4 import BeautifulSoup
+    from pybtex.database import parse_file
+
+    html, _ = built_book
+    page = BeautifulSoup((html / "book" / "bibliography.html").read_text(), "html.parser")
+    shown = {" ".join(entry.get_text(" ").split()).casefold(): entry.select_one("span.label").get_text().strip("[]")
+             for entry in page.select("div.citation")}
+    labels = lm.citation_labels()
+    for key, entry in parse_file(str(lm.BIBLIOGRAPHY)).entries.items():
+        title = " ".join(re.sub(r"[{}]", "", entry.fields["title"]).split())[:40].casefold()
+        found = [label for text, label in shown.items() if title in text]
+        assert found == [labels[key]], f"{key}: the book labels it {found}, the lessons {labels[key]!r}"
