@@ -225,13 +225,14 @@ def _unsafe_tokens(tokens) -> list[str]:
     return found
 
 
-# The tags and attributes nbconvert's Markdown renderer writes for Markdown (no raw HTML).
+# The tags and attributes nbconvert's Markdown renderer writes for Markdown, and the course's self-check form
+# (details, summary, a div's id: see _COURSE_TAGS), no other raw HTML.
 _TAGS = {
     **{t: set() for t in ("p", "em", "strong", "del", "blockquote", "ul", "hr", "br", "table", "thead",
-                          "tbody", "tr", "dl", "dt", "dd")},
+                          "tbody", "tr", "dl", "dt", "dd", "details", "summary")},
     **{f"h{i}": {"id"} for i in range(1, 7)},
     "a": {"href", "title", "class"}, "img": {"src", "alt", "title"}, "code": {"class"}, "pre": {"class"},
-    "div": {"class"}, "span": {"class"}, "ol": {"start"}, "li": {"class"}, "th": {"style"}, "td": {"style"},
+    "div": {"class", "id"}, "span": {"class"}, "ol": {"start"}, "li": {"class"}, "th": {"style"}, "td": {"style"},
     "input": {"class", "type", "disabled", "checked"},
 }
 _STYLE = re.compile(r"^text-align:\s*(left|right|center)$")
@@ -240,7 +241,6 @@ _STYLE = re.compile(r"^text-align:\s*(left|right|center)$")
 # Nothing else raw passes: no other tag, no other attribute, no other value of these two.
 _COURSE_TAGS = {"div": {"class", "id"}, "details": set(), "summary": set()}
 _COURSE_VALUES = {"class": re.compile(r"^selfcheck$"), "id": re.compile(r"^selfcheck-[a-z0-9-]{1,60}$")}
-_TAGS = {**_TAGS, "details": set(), "summary": set(), "div": {"class", "id"}}
 
 
 class _Whitelist(HTMLParser):
