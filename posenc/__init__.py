@@ -5,14 +5,18 @@ Every number in the course book is computed here.
 """
 
 import importlib
+import os as _os
 from pathlib import Path as _Path
 
 # The extrapolation arena's published results (the arena package writes them; chapters 5, 8 and 9 read
 # them): book/data/arena.json in the repository, or the copy inside the package that an installed wheel
-# carries (pyproject.toml puts it there). Reading them needs neither torch nor the arena.
+# carries (pyproject.toml puts it there), or the file POSENC_ARENA_RESULTS names (a run of one's own, e.g.
+# `python -m arena --out mine.json`). Reading them needs neither torch nor the arena.
 ARENA_RESULTS = _Path(__file__).resolve().parent.parent / "book" / "data" / "arena.json"
 if not ARENA_RESULTS.is_file():
     ARENA_RESULTS = _Path(__file__).resolve().parent / "data" / "arena.json"
+if _os.environ.get("POSENC_ARENA_RESULTS"):
+    ARENA_RESULTS = _Path(_os.environ["POSENC_ARENA_RESULTS"]).resolve()
 
 from .alibi import alibi_bias, alibi_slopes, alibi_weight_within
 from .attention import attention, causal_mask, permutation_matrix, positions_from_mask, softmax
