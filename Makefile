@@ -111,7 +111,7 @@ export: $(STAMP)
 bench: $(STAMP) assets
 	$(PY) -m posenc.bench
 	$(PY) tools/bench_book.py
-	$(PY) -m autograder.bench
+	$(PY) tools/bench_grading.py
 
 clean:
 	rm -rf _build selfstudy solutions/*/*.ipynb

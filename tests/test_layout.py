@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+import bench_grading  # tools/ (on the path through support.py)
 import synthetic
-from autograder import bench
 from autograder.sandbox import KERNEL_MODULES
 from support import ROOT
 
@@ -104,6 +104,6 @@ def test_the_package_imports_no_test_data():
 
 
 def test_the_benchmark_grades_the_tests_synthetic_class():
-    """`python -m autograder.bench` takes its submissions from the checkout's tests/synthetic/, the same builder
-    the tests use (the package has no copy of it)."""
-    assert bench.synthetic_builder() is synthetic.Builder
+    """tools/bench_grading.py takes its submissions from the checkout's tests/synthetic/, the same builder the
+    tests use (the package has no copy of it)."""
+    assert bench_grading.synthetic_builder() is synthetic.Builder

@@ -21,8 +21,9 @@ import time
 import pytest
 from nbgrader.api import Gradebook, get_alembic_version
 
+import bench_grading  # tools/bench_grading.py (tools/ is on the path through support.py, which conftest imports)
 import synthetic
-from autograder import autograde, bench, config, course, gradebook
+from autograder import autograde, config, course, gradebook
 from support import ROOT, VENV_BIN, cli_command, cli_env, free_port, run_cli
 
 CHAPTERS = [n for n in ("01_why_position", "02_sinusoidal") if n in course.assignments()] or course.assignments()[:2]
@@ -145,7 +146,7 @@ def test_commands_refuse_a_bad_url_in_one_line(tmp_path):
 
 def test_the_instructor_guide_gives_the_measured_class_scale():
     """The guide's class-scale numbers are those of the last run (book/data/class_scale.json, written by
-    `python -m autograder.bench --class-scale N --json ...`): its command, date, load, table and what follows."""
+    `python tools/bench_grading.py --class-scale N --json ...`): its command, date, load, table and what follows."""
     data = json.loads((ROOT / "book" / "data" / "class_scale.json").read_text())
     assert data["submissions"] >= 300 and {r["graded"] for r in data["runs"]} == {data["submissions"]}
     assert {(r["db"], r["jobs"]) for r in data["runs"]} == {(db, jobs) for db in ("sqlite", "postgres")
@@ -156,7 +157,7 @@ def test_the_instructor_guide_gives_the_measured_class_scale():
     assert f"load average {data['load_start']:.1f} at the start and {data['load_end']:.1f} at the end" in flat
     assert f"{data['students']} students each handing in the {len(data['chapters'])} chapters" in flat
     assert ", ".join(f"`{c}`" for c in data["chapters"]) in flat and f"{data['submissions']} submissions" in flat
-    assert bench.scale_table(data) in section, "the table is the JSON's (bench.scale_table prints it)"
+    assert bench_grading.scale_table(data) in section, "the table is the JSON's (bench_grading.scale_table prints it)"
     runs = {(r["db"], r["jobs"]): r for r in data["runs"]}
     assert all(runs[(db, 2)]["seconds"] < runs[(db, 1)]["seconds"] for db in ("sqlite", "postgres")), (
         "the guide says grading time falls with the cores grading")

@@ -1,6 +1,6 @@
 """A synthetic class: student submissions generated from any assignment's notebooks, with the score each
 one must get, derived from the nbgrader metadata (points of each test cell) and not typed in. The tests grade
-them with the real pipeline, and the grading benchmark (``python -m autograder.bench``) grades the plain kinds.
+them with the real pipeline, and the grading benchmark (``tools/bench_grading.py``) grades the plain kinds.
 
 Every submission starts from the released lesson (what a student downloads). ``perfect`` puts the source
 notebook's solutions in, ``blank`` hands the lesson in untouched, ``partial`` solves the first exercises

@@ -1,4 +1,4 @@
-"""Grading speed: ``python -m autograder.bench`` (``make bench``).
+"""Grading speed: ``.venv/bin/python tools/bench_grading.py`` (``make bench``), a development tool.
 
 1. Per chapter, the seconds nbgrader's autograde takes for one submission: a correct one (every cell of
    the chapter runs) against an empty notebook for the same chapter, graded without restoring any cell
@@ -24,7 +24,7 @@ are in book/data/class_scale.json).
 Everything runs in temporary course folders; nothing of the real course/ is touched. The submissions are the
 tests' synthetic class (tests/synthetic/), taken from the checkout by ``synthetic_builder``, and the PostgreSQL
 server is the tests' throwaway one (tests/postgres.py): the benchmark needs a checkout anyway (solutions/,
-lessons/), and no module of the package imports test data.
+lessons/, tests/), which is why it lives in tools/ and not in the installed package.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ from pathlib import Path
 import nbformat
 import nbgrader.api
 
-from . import config, course, gradebook, preprocessors, submissions
+from autograder import config, course, gradebook, preprocessors, submissions
 
 
 def _load():
@@ -273,7 +273,7 @@ def verdict_cost(name: str, repeat: int, workdir: Path, builder) -> dict:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m autograder.bench", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python tools/bench_grading.py", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=3, help="autograde runs per chapter and kind (median)")
     parser.add_argument("--class-size", type=int, default=100, help="submissions in the class (0: skip)")
@@ -371,7 +371,7 @@ def scale_main(args, names, builder) -> int:
         print(f"\na class of {args.class_scale} submissions ({', '.join(names)}) graded by `python -m autograder "
               f"grade CLASS --jobs N`, sandboxed:", flush=True)
         result = class_scale(names, args.class_scale, dbs, args.jobs, floors, workdir, builder)
-    result = {"command": "python -m autograder.bench " + " ".join(
+    result = {"command": "python tools/bench_grading.py " + " ".join(
                   ["--class-scale", str(args.class_scale), "--db", args.db, "--repeat", str(args.repeat),
                    "--jobs", *map(str, args.jobs), "--chapters", *names]),
               "date": started.strftime("%Y-%m-%d"), "load_start": round(load_start, 2),
