@@ -10,7 +10,7 @@ import nbformat
 import pytest
 
 from autograder import checks, course, verdict
-from autograder.process_channel import ProcessChannel
+from process_channel import ProcessChannel  # tests/process_channel.py
 from test_verdict import EACH_NOTEBOOK, EACH_SETUP, Counting
 
 import posenc

@@ -4,7 +4,7 @@ A submission's hidden cases are drawn from a salt fixed per submission (``checks
 on the draw its author ran can be unfair on the next student's. Here every chapter's differently-correct
 students (tests/differently_correct.py: loops, lists, math instead of numpy, prints; the ones that print
 warnings; and a float32 student for every exercise whose prompt does not pin float64) are judged on DRAWS
-random salts each, through ``autograder.process_channel`` (a plain process standing in for the kernel, the
+random salts each, through ``tests/process_channel.py`` (a plain process standing in for the kernel, the
 same verdicts as the sandboxed grading of tests/test_autograder_class.py); every test cell must pass on every
 draw. Students whose answers are wrong must fail on every draw.
 
@@ -25,7 +25,7 @@ import synthetic
 from autograder import checks, course, verdict
 from autograder.liveness import demo_cells_to_skip
 from autograder.preprocessors.restore_imports import setup_imports
-from autograder.process_channel import ProcessChannel
+from process_channel import ProcessChannel  # tests/process_channel.py
 from differently_correct import DIFFERENT, FLOAT32_BY_HAND, FLOAT64_PINNED, PLAUSIBLY_WRONG, WARNING_VARIANTS
 from synthetic.student_code import float32, pasted, wrong
 

@@ -1,4 +1,4 @@
-"""Verdicts decided in the grading process (autograder/verdict.py, wire.py, agent.py, process_channel.py).
+"""Verdicts decided in the grading process (autograder/verdict.py, wire.py, agent.py; tests/process_channel.py).
 
 The wire carries values only and refuses anything else; a test cell's verdict comes from running its source
 here against what the notebook returns; a channel that forges replies (any value, garbage, nothing) fails
@@ -18,7 +18,7 @@ from nbgrader.utils import is_grade, is_solution
 from autograder import checks, course, verdict, wire
 from autograder.liveness import demo_cells_to_skip
 from autograder.preprocessors.restore_imports import setup_imports
-from autograder.process_channel import ProcessChannel
+from process_channel import ProcessChannel  # tests/process_channel.py
 from support import DescribesThenForges
 
 CHAPTERS = course.assignments()

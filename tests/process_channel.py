@@ -2,8 +2,9 @@
 the grading process's requests (``autograder.agent``) over its standard input and output.
 
 For checking test cells against the model solutions, and their hidden tests against many salts, without
-starting a Jupyter kernel per run (``tests/test_verdict.py``). Grading a student always goes through the
-real kernel in the sandbox (``autograder.preprocessors.GuardedExecute``).
+starting a Jupyter kernel per run (``tests/test_verdict.py``, ``test_fair_draws.py``, ``test_each_case.py``).
+Grading a student always goes through the real kernel in the sandbox (``autograder.preprocessors.GuardedExecute``).
+The process is this file run by its path (``python tests/process_channel.py``).
 """
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ import os
 import subprocess
 import sys
 
-from . import agent, wire
-from .verdict import Channel, KernelLost
+from autograder import agent
+from autograder.verdict import Channel, KernelLost
 
 
 def _frame(data: bytes) -> bytes:
@@ -29,11 +30,11 @@ def _read(stream) -> bytes | None:
 
 
 class ProcessChannel(Channel):
-    """Starts ``python -m autograder.process_channel``, which runs ``sources`` (cell sources) in order."""
+    """Starts this file as a process (in ``cwd``), which runs ``sources`` (cell sources) in order."""
 
     def __init__(self, sources: list[str], cwd=None):
         env = {**os.environ, "MPLBACKEND": "Agg"}
-        self.proc = subprocess.Popen([sys.executable, "-m", "autograder.process_channel"], cwd=cwd, env=env,
+        self.proc = subprocess.Popen([sys.executable, __file__], cwd=cwd, env=env,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         self.request(json.dumps(sources))  # the answer is "ready" or the first cell's error
 
@@ -60,6 +61,7 @@ class ProcessChannel(Channel):
 
 
 def _serve() -> None:
+    sys.path[0] = os.getcwd()  # the notebook's folder, as in a kernel, instead of tests/
     stdin, stdout = sys.stdin.buffer, os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # the notebook's prints go to stderr, the protocol keeps stdout
     namespace = {"__name__": "__main__"}
