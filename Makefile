@@ -79,9 +79,11 @@ lab: $(STAMP)
 hub: $(STAMP) assets
 	$(VENV)/bin/jupyterhub -f hub/jupyterhub_config.py
 
-# The student notebooks, generated from the source notebooks by nbgrader.
+# The student notebooks: nbgrader generates them from the chapters' sources, then tools/lessons.py makes them the
+# book's (readable text, the install cell first). CHAPTERS names some (default: all), e.g. CHAPTERS=02_sinusoidal.
 lessons: $(STAMP)
-	$(PY) -m autograder release
+	$(PY) -m autograder release $(CHAPTERS)
+	$(PY) tools/lessons.py $(CHAPTERS)
 
 # The extrapolation arena (arena/): trains one tiny model per positional scheme and seed, plus the base sweep and a
 # RoPE ceiling, on two worker processes, and writes book/data/arena.json, which chapters 8 and 9 read. Each model

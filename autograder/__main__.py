@@ -1,6 +1,6 @@
 """Instructor commands (run from the repository root; nbgrader's data go to course/ or $POSENC_COURSE_DIR).
 
-  release [CHAPTER ...]              regenerate lessons/ from solutions/ (same as `make lessons`)
+  release [CHAPTER ...]              nbgrader's student version of solutions/ in lessons/ (`make lessons` runs it)
   grade SUBMISSIONS [--jobs N] [--unsandboxed]
                                      autograde <student>/<chapter>/<chapter>.ipynb in a sandbox, print the scores
   validate NOTEBOOK ... [--unsandboxed]
@@ -24,7 +24,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m autograder", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
-    rel = sub.add_parser("release", help="regenerate lessons/ from solutions/ (same as `make lessons`)")
+    rel = sub.add_parser("release", help="nbgrader's student version of solutions/ in lessons/ (`make lessons` runs "
+                                         "it, then makes them the book's lessons)")
     rel.add_argument("assignments", nargs="*", help="chapter names (default: all)")
     grd = sub.add_parser("grade", help="autograde a folder of submissions and print the scores")
     grd.add_argument("submissions", help="folder laid out <student_id>/<chapter>/<chapter>.ipynb")

@@ -19,6 +19,7 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 from nbgrader.utils import is_grade, is_solution
 
+import lessons  # tools/lessons.py (tools/ is on the path through support.py, which conftest imports)
 from autograder import course
 from autograder.ipc_kernel import IpcKernelManager
 from autograder.commands.release import release
@@ -75,8 +76,10 @@ def test_source_is_committed_clean(name):
 @pytest.mark.slow
 @pytest.mark.parametrize("name", CHAPTERS)
 def test_lesson_is_what_nbgrader_generates(name, tmp_path):
-    """`make lessons` end to end: nbgrader generates each lesson from its source, as committed."""
+    """`make lessons` end to end: nbgrader generates each lesson from its source (``python -m autograder
+    release``), tools/lessons.py makes it the book's, as committed."""
     [fresh] = release([name], release_dir=tmp_path)
+    assert lessons.finish([name], release_dir=tmp_path) == [fresh]
     committed = (course.lesson_notebook(name)).read_text()
     assert json.loads(fresh.read_text()) == json.loads(committed), (
         f"lessons/{name} is stale: run `make lessons` and commit the result")

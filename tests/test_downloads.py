@@ -1,6 +1,6 @@
 """A chapter downloaded from the book runs outside the repository (book/_ext/downloads.py): in a fresh virtual
 environment with only JupyterLab installed (the Setup page's step), the notebook's install cell (its first cell,
-autograder/install_cell.py) installs the course's wheel found beside it, and every chapter then executes the way
+book/_ext/install_cell.py) installs the course's wheel found beside it, and every chapter then executes the way
 the book executes it. The downloaded notebook is the lesson, install cell included: the extension adds no second
 copy, and gives the cell, with the same text, to a notebook that lacks it."""
 
@@ -14,11 +14,12 @@ from types import SimpleNamespace
 import nbformat
 import pytest
 
-from autograder import course, install_cell
+from autograder import course
 from support import ROOT, run_notebook, toc_chapters, where_the_course_is, without_the_course
 
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
 import downloads  # noqa: E402  (book/_ext/downloads.py)
+import install_cell  # noqa: E402  (book/_ext/install_cell.py)
 
 WHEEL = downloads.wheel_name(ROOT)
 CHAPTER = "01_why_position"

@@ -268,7 +268,7 @@ def test_self_check_questions_answer_in_jupyterlab(lab, browser):
 
 @pytest.mark.xdist_group("lab")
 def test_lesson_text_renders_citations_terms_and_equations_in_jupyterlab(lab, browser):
-    """JupyterLab renders a lesson's text as a student reads it (autograder/lesson_markdown.py): citations as
+    """JupyterLab renders a lesson's text as a student reads it (book/_ext/lesson_markdown.py): citations as
     author-year labels, glossary terms as words, numbered equations, no MyST role or target left as typed."""
     server, _, _ = lab
     name = EXPLORER

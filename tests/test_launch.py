@@ -2,7 +2,7 @@
 shows launch buttons and repository links. The built pages are checked in test_book_delivery.py.
 
 What a launch button opens runs: Binder and Colab open lessons/<ch>/<ch>.ipynb from the repository, where nothing
-has installed the course's package, so every lesson starts with the install cell (autograder/install_cell.py),
+has installed the course's package, so every lesson starts with the install cell (book/_ext/install_cell.py),
 released with the book's repository in it. Where the package imports, the cell does nothing and never reaches for
 the network (the grading sandbox has none); without the package and without a repository it stops with one line;
 with a repository, it installs the course from it and the chapter runs top to bottom in a fresh environment."""
@@ -18,10 +18,11 @@ import nbformat
 import pytest
 import yaml
 
-from autograder import course, install_cell
+from autograder import course
 from support import ROOT, clean_env, run_notebook, where_the_course_is, without_the_course
 
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
+import install_cell  # noqa: E402  (book/_ext/install_cell.py)
 import launch  # noqa: E402
 
 

@@ -1,15 +1,22 @@
-"""The lessons' text as JupyterLab and Colab render it (autograder/lesson_markdown.py): no MyST role, target or
+"""The lessons' text as JupyterLab and Colab render it (book/_ext/lesson_markdown.py): no MyST role, target or
 directive left in what a student reads, every conversion as the module says, and the book's MyST read back
 exactly (book/_ext/lesson_source.py). Whether JupyterLab shows it: tests/test_lab.py."""
 
 from __future__ import annotations
 
 import json
+import shutil
+import sys
 
 import nbformat
 import pytest
 
-from autograder import course, lesson_markdown as lm
+import lessons  # tools/lessons.py (tools/ is on the path through support.py, which conftest imports)
+from autograder import course
+from support import ROOT
+
+sys.path.insert(0, str(ROOT / "book" / "_ext"))
+import lesson_markdown as lm  # noqa: E402  (book/_ext/lesson_markdown.py)
 
 CHAPTERS = course.assignments()
 CONTEXT = lm.Context(citations={"press2022train": "Press et al., 2022", "su2021roformer": "Su et al., 2021"},
@@ -114,3 +121,16 @@ def test_citation_labels_are_the_books(built_book):
         title = " ".join(re.sub(r"[{}]", "", entry.fields["title"]).split())[:40].casefold()
         found = [label for text, label in shown.items() if title in text]
         assert found == [labels[key]], f"{key}: the book labels it {found}, the lessons {labels[key]!r}"
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_making_a_lesson_again_changes_nothing(name, tmp_path):
+    """tools/lessons.py on a lesson it has already made (`make lessons` twice, or on one chapter) writes the same
+    bytes: the MyST it kept is read back before the text is made readable again, and the install cell is not
+    added twice."""
+    committed = course.lesson_notebook(name)
+    copy = course.lesson_notebook(name, tmp_path)
+    copy.parent.mkdir(parents=True)
+    shutil.copy(committed, copy)
+    assert lessons.finish([name], release_dir=tmp_path) == [copy]
+    assert copy.read_bytes() == committed.read_bytes()

@@ -105,7 +105,7 @@ GRADING = re.compile(r"\bchecks\.\w+|from autograder import|### BEGIN HIDDEN|war
 @pytest.mark.parametrize("name", support.toc_chapters())
 def test_no_grading_call_shows_until_the_reader_opens_it(built_book, browser, name):
     """A reader sees an exercise as its statement and the stub a student fills in: the setup cell that imports the
-    checks and every test cell are folded behind one control (autograder/commands/release.py, fold_grading). The
+    checks and every test cell are folded behind one control (tools/lessons.py, fold_grading). The
     text the page renders (what a reader sees without opening anything) names no checks call; opening every fold
     shows them, so the tests are still there for whoever wants them."""
     html, _ = built_book

@@ -1,10 +1,8 @@
-"""``python -m autograder release [CHAPTER ...]`` (`make lessons`): the student notebooks lessons/ generated from
-the chapters' MyST markdown in solutions/ (each first written as the notebook nbgrader reads, course.source_notebook)
-by nbgrader (solutions stubbed, hidden tests and mark schemes removed), their text written as Markdown any Jupyter
-renders with the MyST kept for the book (autograder/lesson_markdown.py), each
-saying in its notebook metadata which source it was generated from, and each starting with the install cell
-(autograder/install_cell.py: it installs the course's package where a launch button or a download opens the lesson
-without it), filled in from _config.yml's repository and pyproject.toml."""
+"""``python -m autograder release [CHAPTER ...]``: nbgrader's student version of each chapter in lessons/, generated
+from the chapters' MyST markdown in solutions/ (each first written as the notebook nbgrader reads,
+course.source_notebook) by nbgrader's generate_assignment (solutions stubbed, hidden tests and mark schemes
+removed), each saying in its notebook metadata which source it was generated from. `make lessons` then makes them
+the book's lessons (tools/lessons.py: readable text, the install cell first, the grading folded)."""
 
 from __future__ import annotations
 
@@ -12,14 +10,13 @@ from pathlib import Path
 
 import nbformat
 
-from .. import course, install_cell, lesson_markdown
+from .. import course
 
 
 def release(names: list[str] | None = None, release_dir: Path | None = None) -> list[Path]:
     """Generate the student notebooks of ``names`` (default: every chapter) into lessons/ or ``release_dir``.
     Returns the lesson paths written."""
     written = []
-    cell = install_cell.book_source()
     for name in names or course.assignments():
         course.source_notebook(name)  # the notebook nbgrader reads, as the chapter's markdown says now
         args = ["generate_assignment", name, "--force", "--no-db"]
@@ -31,29 +28,9 @@ def release(names: list[str] | None = None, release_dir: Path | None = None) -> 
         lesson = course.lesson_notebook(name, release_dir)
         nb = nbformat.read(lesson, as_version=4)
         mark_generated(nb, name)
-        fold_grading(nb)
-        lesson_markdown.make_readable(nb, name)  # what JupyterLab and Colab render; the book reads the MyST back
-        install_cell.put_first(nb, cell)
         nbformat.write(nb, lesson)
         written.append(lesson)
     return written
-
-
-READER_FOLDS = "hide-input"  # myst-nb's tag: the cell's code folded behind one "Show" control in the book
-
-
-def fold_grading(nb) -> None:
-    """Fold the grading machinery out of a reader's way in the book: the setup cell (it imports the checks) and
-    every test cell get ``hide-input``, so a page shows an exercise as its statement and the stub a student fills
-    in, and the checks behind one control. JupyterLab, Colab and nbgrader ignore the tag: a student's lesson
-    keeps every cell it needs, as it was."""
-    for cell in nb.cells:
-        meta = cell.metadata.get("nbgrader", {})
-        test = cell.cell_type == "code" and meta.get("grade") and not meta.get("solution")
-        if test or meta.get("grade_id") == "setup":
-            tags = cell.metadata.setdefault("tags", [])
-            if READER_FOLDS not in tags:
-                tags.append(READER_FOLDS)
 
 
 def mark_generated(nb, name: str) -> None:

@@ -9,7 +9,7 @@ cells' helpers) and for some chapters ``arena``, none of which is on PyPI. So th
   inside posenc, where ``posenc.ARENA_RESULTS`` finds it outside the repository) into ``_build/wheel/``, from a
   staged copy so that the checkout stays clean; it is rebuilt only when one of its files changed. The Setup page
   links it with Sphinx's ``{download}`` role (a missing wheel is a warning, so the strict build fails).
-- **The install cell** (autograder/install_cell.py). The lessons start with it (`make lessons` puts it there), so
+- **The install cell** (book/_ext/install_cell.py). The lessons start with it (`make lessons` puts it there), so
   the notebook the download button serves (``_sources/**.ipynb``) has it already and gets no second copy; a
   notebook that imports the course's modules without it (the instructor edition's source notebooks) gets it in
   front. Either way its text is the one this build's repository (``repository_url``, ``repository_branch``) and
@@ -33,8 +33,8 @@ import nbformat
 from sphinx.application import Sphinx
 from sphinx.util import logging
 
-from autograder import install_cell
-from autograder.install_cell import wheel_name
+import install_cell  # book/_ext/install_cell.py (Sphinx puts book/_ext on sys.path)
+from install_cell import wheel_name
 
 logger = logging.getLogger(__name__)
 

@@ -4,7 +4,7 @@
 (the providers of ``launch_buttons``) and a link to the repository; left empty, the book shows no launch button
 and no repository link, so a reader never meets a link that leads nowhere. The download button does not need a
 repository and stays either way. What the buttons open, lessons/<ch>/<ch>.ipynb in the repository, starts with
-the install cell (autograder/install_cell.py), which installs the course from that repository where it is missing:
+the install cell (book/_ext/install_cell.py), which installs the course from that repository where it is missing:
 `make lessons` writes the URL into it.
 
 Thebe is switched off: Jupyter Book loads sphinx-thebe on every page, which then configures a live-code kernel

@@ -1,4 +1,4 @@
-"""The book reads each lesson's MyST, not the readable text its students see (autograder/lesson_markdown.py).
+"""The book reads each lesson's MyST, not the readable text its students see (book/_ext/lesson_markdown.py).
 
 ``make lessons`` writes every markdown cell of a lesson as Markdown any Jupyter renders and keeps the MyST it
 was written in under the cell's ``metadata.posenc.myst``. When Sphinx reads a notebook, this puts that MyST
@@ -11,7 +11,7 @@ import json
 
 from sphinx.application import Sphinx
 
-from autograder.lesson_markdown import KEY, restore
+from lesson_markdown import KEY, restore  # book/_ext/lesson_markdown.py (Sphinx puts book/_ext on sys.path)
 
 
 def myst_back(app: Sphinx, docname: str, source: list[str]) -> None:

@@ -3,7 +3,7 @@ as the plain Markdown and HTML every Jupyter renders, while the book keeps the M
 
 The chapters are MyST (citations, glossary terms, cross-references, numbered equations, numbers glued from the
 code). Only the book renders that; a notebook interface shows ``{cite}`vaswani2017attention``` as typed. So
-``make lessons`` (autograder/commands/release.py) writes each markdown cell of a lesson in readable form and
+``make lessons`` (tools/lessons.py) writes each markdown cell of a lesson in readable form and
 keeps the MyST source beside it, in the cell's metadata (``metadata.posenc.myst``); the book reads the MyST back
 (book/_ext/lesson_source.py, Sphinx's ``source-read``), so the pages are built from exactly what was written.
 
@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]  # the repository (this file is book/_ext/lesson_markdown.py)
 BIBLIOGRAPHY = ROOT / "book" / "references.bib"
 KEY = "posenc"  # the cell metadata namespace: metadata.posenc.myst holds the MyST source
 GLUE_NOTE = ("*In this notebook, a name in code font inside the text, like `this`, stands for a number the code "
@@ -140,7 +140,7 @@ def citation_labels() -> dict:
     from pybtex.database import parse_file
 
     spec = importlib.util.spec_from_file_location("posenc_book_bibliography",
-                                                  ROOT / "book" / "_ext" / "bibliography.py")
+                                                  Path(__file__).with_name("bibliography.py"))
     bibliography = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bibliography)
     ordered = sorted(parse_file(str(BIBLIOGRAPHY)).entries.values(),

@@ -17,7 +17,7 @@ A chapter imports ``posenc`` and ``autograder.checks``, which are not on PyPI, a
 4. otherwise stops with one line that says to download the wheel from the book's Setup page.
 
 One text (``source``), filled in from pyproject.toml and _config.yml: `make lessons` puts it first in every lesson
-(autograder/commands/release.py), so lessons/ changes when the repository's URL or the package's version does;
+(tools/lessons.py), so lessons/ changes when the repository's URL or the package's version does;
 the book's download of a notebook that lacks it (the instructor edition's) gets the same text
 (book/_ext/downloads.py). The cell carries the tag ``remove-cell``: the book's page does not show it, the notebook
 keeps it. It has no nbgrader metadata: nbgrader neither locks nor grades it, and a student's edits to it run like
@@ -33,7 +33,7 @@ from pathlib import Path
 import nbformat
 import yaml
 
-from .course import ROOT
+ROOT = Path(__file__).resolve().parents[2]  # the repository (this file is book/_ext/install_cell.py)
 
 EXTRA = "notebooks"  # pyproject.toml's extra with what a chapter needs besides the course's package
 MARKER = "posenc-install"  # the cell's id, and the key of its metadata that marks it
