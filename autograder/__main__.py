@@ -50,6 +50,7 @@ def main(argv=None) -> int:
     rst.add_argument("--home-base", default="/home", help="where the homes go (default /home)")
     args = parser.parse_args(argv)
     printable.guard_standard_streams()  # a student's string never writes escape codes to the terminal
+    gradebook.find_alembic()  # nbgrader runs its alembic program by name when it creates a gradebook
     try:
         return _run(args)
     except gradebook.Unavailable as exc:  # the gradebook's URL is unusable or its database server does not answer

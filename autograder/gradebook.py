@@ -2,12 +2,13 @@
 ``POSENC_DB_URL``) and its API, opened the one way grading needs, and what the commands put into it
 (assignments, students) and read back (scores).
 
-nbgrader runs ``alembic`` (its database migrations) as a program, and SQLite makes a writer wait only 5 s for
-another's lock. Every use of nbgrader here goes through ``session()``, which for its duration puts this
-environment's bin/ on PATH (even when Python was started without activating the virtualenv, as `make` does),
-makes nbgrader's SQLite engines wait up to 10 minutes for a lock (and its PostgreSQL engines give up connecting
-after 10 s instead of waiting for the operating system's TCP timeout), and silences nbgrader's SQLAlchemy
-chatter; on leaving it, all three are as they were.
+nbgrader is used through its API, unpatched. SQLite makes a writer wait only 5 s for another's lock: the
+gradebook's URL as grading opens it (``waiting_url``, in ``opened`` and in the ``api``, whose coursedir nbgrader's
+steps read it from) asks SQLite to wait up to 10 minutes, and a PostgreSQL server to be reached within 10 s
+instead of the operating system's TCP timeout; SQLAlchemy hands both to the driver. nbgrader runs its
+``alembic`` program by name when it creates a gradebook: ``find_alembic`` puts this environment's bin/ on PATH
+for the programs that grade (the command line, the grading benchmark, the tests), which may run without the
+virtualenv activated, as `make` does. ``session()`` silences nbgrader's SQLAlchemy chatter.
 
 A database server can stop answering, which a file cannot: ``check`` refuses a URL nbgrader cannot use and a
 server that does not answer, in one line that names the URL without its password and says what to do
@@ -28,7 +29,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
-import nbgrader.api
 import sqlalchemy
 import sqlalchemy.exc
 from nbgrader.api import Gradebook, MissingEntry
@@ -46,18 +46,49 @@ ALLOWED = ("sqlite:///PATH (the default: gradebook.db in the course folder) or "
            "postgresql+psycopg2://USER:PASSWORD@HOST:PORT/DATABASE")
 
 
-def _waiting_engine(url, *args, **kwargs):
-    """sqlalchemy.create_engine, with SQLite connections that wait SQLITE_WAIT seconds for a lock instead of
-    failing with "database is locked", and PostgreSQL connections that give up after CONNECT_TIMEOUT seconds.
+# What waiting_url adds to a URL's query, by database: SQLAlchemy passes it to the driver (sqlite3.connect, libpq)
+WAITS = {"sqlite": ("timeout", str(SQLITE_WAIT)), "postgresql": ("connect_timeout", str(CONNECT_TIMEOUT))}
+
+
+def _parsed(url):
+    """``url`` parsed, and what ``waiting_url`` adds to its query (None, None for a URL that does not parse or a
+    database other than SQLite and PostgreSQL)."""
+    try:
+        parsed = make_url(str(url))
+    except (sqlalchemy.exc.ArgumentError, ValueError):
+        return None, (None, None)
+    return parsed, WAITS.get(parsed.get_backend_name(), (None, None))
+
+
+def waiting_url(url) -> str:
+    """``url`` with SQLite connections that wait SQLITE_WAIT seconds for a lock instead of failing with "database
+    is locked", and PostgreSQL connections that give up after CONNECT_TIMEOUT seconds (``WAITS``); a value the
+    URL sets already is kept, and a URL that does not parse is returned as it is (``url_problem`` names it).
     SQLite serialises writers itself (each write is a transaction; nbgrader commits after each grade); this only
     lengthens the wait. PostgreSQL locks rows, not the file: parallel workers' writes to different submissions
     do not wait for each other."""
-    backend = make_url(str(url)).get_backend_name()
-    if backend == "sqlite":
-        kwargs.setdefault("connect_args", {}).setdefault("timeout", SQLITE_WAIT)
-    elif backend == "postgresql":
-        kwargs.setdefault("connect_args", {}).setdefault("connect_timeout", CONNECT_TIMEOUT)
-    return sqlalchemy.create_engine(url, *args, **kwargs)
+    parsed, (key, value) = _parsed(url)
+    if key is None or key in parsed.query:
+        return str(url)
+    return parsed.update_query_dict({key: value}).render_as_string(hide_password=False)
+
+
+def _as_set(url) -> str:
+    """``url`` without what ``waiting_url`` adds: the URL as the course set it, for messages."""
+    parsed, (key, value) = _parsed(url)
+    if key is None or parsed.query.get(key) != value:
+        return str(url)
+    return parsed.difference_update_query([key]).render_as_string(hide_password=False)
+
+
+def find_alembic() -> None:
+    """Put this environment's bin/ first on PATH (for this process and those it starts) when it is not there.
+    nbgrader creates a gradebook by running its ``alembic`` program by name (``nbgrader.api.get_alembic_version``),
+    and a virtualenv's bin/ is on PATH only where it was activated. The programs that grade call this when they
+    start: ``python -m autograder``, tools/bench_grading.py, the tests (tests/conftest.py)."""
+    path = os.environ.get("PATH", "")
+    if _BIN not in path.split(os.pathsep):
+        os.environ["PATH"] = _BIN + os.pathsep + path if path else _BIN
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -68,16 +99,17 @@ class Unavailable(Exception):
 
 
 def shown(url) -> str:
-    """The database URL with its password replaced by ***, for messages."""
+    """The database URL as the course set it, with its password replaced by ***, for messages."""
+    url = _as_set(url)
     try:
-        return make_url(str(url)).render_as_string(hide_password=True)
+        return make_url(url).render_as_string(hide_password=True)
     except (sqlalchemy.exc.ArgumentError, ValueError):
         return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", str(url))
 
 
 def _setting(url) -> str:
     """Where the URL was set: the environment variable, or nbgrader's configuration."""
-    return ENV if os.environ.get(ENV) == str(url) else "c.CourseDirectory.db_url"
+    return ENV if os.environ.get(ENV) in (str(url), _as_set(url)) else "c.CourseDirectory.db_url"
 
 
 def url_problem(url) -> str | None:
@@ -109,7 +141,7 @@ def unreachable(url) -> str | None:
     what to do), or None. An SQLite file always answers (nbgrader creates it)."""
     if url_problem(url) or make_url(str(url)).get_backend_name() == "sqlite":
         return None
-    engine = _waiting_engine(str(url), poolclass=sqlalchemy.pool.NullPool)
+    engine = sqlalchemy.create_engine(waiting_url(url), poolclass=sqlalchemy.pool.NullPool)
     try:
         with engine.connect():
             return None
@@ -134,21 +166,12 @@ def check(cfg) -> None:
 
 @contextlib.contextmanager
 def session():
-    """nbgrader as grading uses it, for the duration of the block (see the module docstring). Nested
-    sessions are fine: each puts back what it found."""
-    path = os.environ.get("PATH", "")
-    engine = nbgrader.api.create_engine
+    """nbgrader's calls in the block without the warnings it raises and cannot act on: SQLAlchemy's inside its
+    gradebook, and "Cell is missing an id field" for the cells it re-inserts."""
     with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", module="nbgrader")  # SQLAlchemy chatter inside nbgrader's gradebook
-        warnings.filterwarnings("ignore", message="Cell is missing an id field")  # cells nbgrader re-inserts
-        if _BIN not in path.split(os.pathsep):
-            os.environ["PATH"] = _BIN + os.pathsep + path
-        nbgrader.api.create_engine = _waiting_engine
-        try:
-            yield
-        finally:
-            nbgrader.api.create_engine = engine
-            os.environ["PATH"] = path
+        warnings.filterwarnings("ignore", module="nbgrader")
+        warnings.filterwarnings("ignore", message="Cell is missing an id field")
+        yield
 
 
 @contextlib.contextmanager
@@ -158,7 +181,7 @@ def opened(cfg, course_id: bool = True):
     url = cfg.CourseDirectory.db_url
     with session():
         try:
-            gb = Gradebook(url, *([cfg.CourseDirectory.course_id] if course_id else []))
+            gb = Gradebook(waiting_url(url), *([cfg.CourseDirectory.course_id] if course_id else []))
         except sqlalchemy.exc.OperationalError:
             problem = unreachable(url)
             if problem:
@@ -169,8 +192,11 @@ def opened(cfg, course_id: bool = True):
 
 
 def api(cfg) -> NbGraderAPI:
-    """nbgrader's API on the course (call its methods inside a ``session``)."""
-    return NbGraderAPI(coursedir=CourseDirectory(config=cfg), config=cfg)
+    """nbgrader's API on the course (call its methods inside a ``session``), on the gradebook's ``waiting_url``:
+    nbgrader's steps open the gradebook at the URL of the API's coursedir."""
+    coursedir = CourseDirectory(config=cfg)
+    coursedir.db_url = waiting_url(coursedir.db_url)
+    return NbGraderAPI(coursedir=coursedir, config=cfg)
 
 
 def last_error(result: dict) -> str:

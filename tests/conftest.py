@@ -10,11 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from autograder import gradebook
 from support import CHROMIUM, CHROMIUM_ARGS, build_book, clean_env
 
 # Every test names its own gradebook: an instructor's POSENC_DB_URL (a shared PostgreSQL gradebook) must not send
 # the tests' grades there. The PostgreSQL tests pass theirs to the commands they run.
 os.environ.pop("POSENC_DB_URL", None)
+gradebook.find_alembic()  # the tests create gradebooks through nbgrader's API, as the command line does
 
 
 def pytest_sessionstart(session):

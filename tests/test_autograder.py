@@ -10,13 +10,12 @@ import copy
 import csv
 import os
 import subprocess
-import sys
-from pathlib import Path
 from types import SimpleNamespace
 
 import nbformat
 import nbgrader.api
 import pytest
+import sqlalchemy
 from nbgrader.api import Gradebook
 from nbgrader.converters import Autograde
 from traitlets.config.loader import PyFileConfigLoader
@@ -87,18 +86,26 @@ def test_the_sandbox_is_chosen_on_the_config_object(tmp_path, monkeypatch):
     assert config.execute_step(config.load_config()) is preprocessors.SandboxedExecute
 
 
-def test_nbgraders_environment_is_changed_only_inside_a_session(monkeypatch):
-    """gradebook.session() puts this environment's bin/ (nbgrader's `alembic`) on PATH and makes SQLite wait for
-    a lock; outside it, both are as they were (nothing is changed at import)."""
-    monkeypatch.setenv("PATH", "/usr/bin:/bin")
-    engine = nbgrader.api.create_engine
-    with gradebook.session():
-        assert os.environ["PATH"].split(os.pathsep)[0] == str(Path(sys.executable).parent)
-        assert nbgrader.api.create_engine is not engine
-        with gradebook.session():  # nested: the outer session's state comes back
-            pass
-        assert nbgrader.api.create_engine is not engine
-    assert os.environ["PATH"] == "/usr/bin:/bin" and nbgrader.api.create_engine is engine
+def test_the_gradebook_waits_for_a_lock_through_its_url(tmp_path, monkeypatch):
+    """nbgrader's gradebook is used through its API, unpatched: SQLite's wait for another worker's lock travels in
+    the URL grading opens it at, in the course's code (``opened``) and in nbgrader's steps (the API's coursedir,
+    whose URL nbgrader hands them); a session changes neither nbgrader nor PATH."""
+    cfg = _config(tmp_path, monkeypatch)
+    path, engine = os.environ["PATH"], nbgrader.api.create_engine
+    with gradebook.session(), gradebook.opened(cfg) as gb:
+        waits_ms = gb.db.execute(sqlalchemy.text("PRAGMA busy_timeout")).scalar()
+        assert nbgrader.api.create_engine is engine and os.environ["PATH"] == path
+    assert waits_ms == gradebook.SQLITE_WAIT * 1000, "SQLite's own 5 s would fail parallel workers' writes"
+    url = cfg.CourseDirectory.db_url
+    assert gradebook.api(cfg).coursedir.db_url == gradebook.waiting_url(url) != url
+
+
+def test_the_command_line_finds_nbgraders_alembic_without_the_virtualenv_activated(tmp_path):
+    """nbgrader runs its `alembic` program by name when it creates a gradebook; `python -m autograder` finds it in
+    its own environment's bin/ when PATH does not name it (.venv/bin/python run without activating .venv)."""
+    result = run_cli("export", course_dir=tmp_path / "course", env={"PATH": "/usr/bin:/bin"})
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    assert (tmp_path / "course" / "gradebook.db").is_file() and (tmp_path / "course" / "grades.csv").is_file()
 
 
 def test_config_limits_output_and_restores_deleted_tests(tmp_path, monkeypatch):

@@ -20,6 +20,7 @@ import time
 
 import pytest
 from nbgrader.api import Gradebook, get_alembic_version
+from sqlalchemy.engine import make_url
 
 import bench_grading  # tools/bench_grading.py (tools/ is on the path through support.py, which conftest imports)
 import synthetic
@@ -122,6 +123,19 @@ def test_a_server_that_does_not_answer_is_named_without_its_password(tmp_path):
     assert "s3cret" not in message and f"grader:***@127.0.0.1" in message, message
     assert "Connection refused" in message and "PostgreSQL server is running" in message, message
     assert "c.CourseDirectory.db_url" in message, "the URL did not come from POSENC_DB_URL: say where it did"
+
+
+def test_grading_opens_the_url_with_a_connect_timeout_and_names_the_url_as_set(monkeypatch):
+    """Grading opens the gradebook at ``waiting_url`` (a server that does not answer is given up after
+    CONNECT_TIMEOUT seconds); a message about it names the URL and the setting as the course wrote them."""
+    url = f"postgresql+psycopg2://grader:s3cret@127.0.0.1:{free_port()}/posenc"
+    waiting = gradebook.waiting_url(url)
+    assert make_url(waiting).query == {"connect_timeout": str(gradebook.CONNECT_TIMEOUT)}
+    assert gradebook.waiting_url(f"{url}?connect_timeout=3") == f"{url}?connect_timeout=3", "the course's own kept"
+    monkeypatch.setenv("POSENC_DB_URL", url)
+    message = gradebook.unreachable(waiting)
+    assert message and gradebook.shown(url) in message and "POSENC_DB_URL" in message, message
+    assert "connect_timeout" not in message and "s3cret" not in message, message
 
 
 def test_grading_stops_at_the_first_submission_the_gradebook_fails(tmp_path, monkeypatch):

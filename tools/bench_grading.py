@@ -301,6 +301,7 @@ def main(argv=None) -> int:
     if args.json and not args.class_scale:
         parser.error("--json: only --class-scale writes its numbers to a file")
     os.environ.pop(gradebook.ENV, None)  # the bench grades into gradebooks of its own, never the course's
+    gradebook.find_alembic()  # it creates them through nbgrader's API, as the command line does
     builder = synthetic_builder()
     print(f"{os.cpu_count()} CPUs, load average {_load():.1f} at start")
     if args.class_scale:
