@@ -1,10 +1,13 @@
 """The rooms of the code (ARCHITECTURE.md): the modules of autograder, posenc and arena import each other without a
 cycle, counting the imports inside functions and module ``__getattr__`` hooks too (so none can hide one); the
-student's kernel imports only the modules the sandbox mounts; the installed package imports no test data."""
+student's kernel imports only the modules the sandbox mounts; the installed package imports no test data; and
+ARCHITECTURE.md names every Python file outside tests/ and only paths that exist."""
 
 from __future__ import annotations
 
 import ast
+import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -107,3 +110,26 @@ def test_the_benchmark_grades_the_tests_synthetic_class():
     """tools/bench_grading.py takes its submissions from the checkout's tests/synthetic/, the same builder the
     tests use (the package has no copy of it)."""
     assert bench_grading.synthetic_builder() is synthetic.Builder
+
+
+# ---------------------------------------------------------------------------------------------------------
+# ARCHITECTURE.md matches the tree.
+
+ARCHITECTURE = (ROOT / "ARCHITECTURE.md").read_text()
+# A path in backticks: a file with an extension or a folder ending in "/"; `<ch>`-style placeholders are not paths.
+NAMED_PATH = re.compile(r"`([\w.-]+(?:/[\w.-]+)*(?:\.(?:py|md|sh|json|yml|yaml|toml|bib|txt|in)|/))`")
+
+
+def test_every_python_file_outside_the_tests_has_a_room():
+    tracked = subprocess.run(["git", "ls-files", "*.py"], cwd=ROOT, capture_output=True, text=True, check=True)
+    files = [f for f in tracked.stdout.splitlines() if not f.startswith("tests/")]
+    assert files, "git ls-files found no Python file"
+    unnamed = [f for f in files if f"`{f}`" not in ARCHITECTURE]
+    assert not unnamed, f"ARCHITECTURE.md does not name {unnamed}: give each a row in its room's table"
+
+
+def test_every_path_the_architecture_names_exists():
+    named = set(NAMED_PATH.findall(ARCHITECTURE))
+    assert len(named) > 50, sorted(named)
+    missing = sorted(p for p in named if not (ROOT / p).exists())
+    assert not missing, f"ARCHITECTURE.md names {missing}, which the repository does not have"
