@@ -17,11 +17,18 @@ A request is one of:
 Arguments and results travel as ``autograder.wire`` values, never pickles. Everything here runs in the
 student's process and can be replaced by the student's code: nothing it says is trusted. The grader only
 uses what it returns as the student's answers, and checks them against posenc in its own process.
+
+It also sends the notebook's printed output in messages of at most about ``FLUSH_CHARS`` characters
+(``bounded_writes``): ipykernel gathers what a cell prints for 0.2 s and sends it as one message, so a loop
+that prints without end (a mistake, not an attack) made messages of hundreds of MB, which the grading process
+refuses unread (``sandbox.MAX_MESSAGE_BYTES``), losing the kernel's output and the cell's timeout note. In
+pieces, the grader's output cap cuts the flood and the timeout stops it as for any cell.
 """
 
 from __future__ import annotations
 
 import json
+import sys
 
 from . import wire
 
@@ -134,8 +141,37 @@ def _on_open(comm, open_msg) -> None:
         comm.send({"reply": reply(msg.get("content", {}).get("data", {}).get("request"))})
 
 
+FLUSH_CHARS = 1 << 20
+
+
+def bounded_writes(stream) -> None:
+    """Make ``stream`` (the kernel's stdout or stderr) send what it was given at least every FLUSH_CHARS
+    characters, a long string in pieces of that size."""
+    write, pending = stream.write, 0
+
+    def bounded(string):
+        nonlocal pending
+        if not isinstance(string, str) or len(string) + pending < FLUSH_CHARS:
+            pending += len(string) if isinstance(string, str) else 0
+            return write(string)  # (ipykernel's own error for what is not a str)
+        for start in range(0, len(string), FLUSH_CHARS):
+            piece = string[start:start + FLUSH_CHARS]
+            write(piece)
+            pending += len(piece)
+            if pending >= FLUSH_CHARS:
+                pending = 0
+                stream.flush()
+        return len(string)
+
+    stream.write = bounded
+
+
 def load_ipython_extension(shell) -> None:
-    """Open the grader's comm target in this kernel (before any notebook code runs)."""
+    """Open the grader's comm target in this kernel (before any notebook code runs), and bound the size of
+    the kernel's output messages."""
     from comm import get_comm_manager
 
     get_comm_manager().register_target(TARGET, _on_open)
+    for stream in (sys.stdout, sys.stderr):
+        if type(stream).__name__ == "OutStream":  # (ipykernel's: what the kernel sends to the grader)
+            bounded_writes(stream)

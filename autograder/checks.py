@@ -1,7 +1,4 @@
-"""Helpers for the locked test cells of the exercises.
-
-Imported in the first (locked) cell of every exercise notebook, before any student code runs, so it
-keeps its own references to the functions it relies on. Three jobs:
+"""Helpers for the locked test cells of the exercises, and the context the grader hands them.
 
 * ``close(actual, expected, what)`` compares a student's answer to posenc's and says in words what is wrong:
   the shape, or which entry, its value and the expected one. Its tolerance is said by what is compared:
@@ -9,18 +6,14 @@ keeps its own references to the functions it relies on. Three jobs:
   the prompt does not pin float64 (see its docstring).
 * ``without(...)`` makes posenc's reference unusable while a student's implementation runs, so an
   exercise that asks for an implementation cannot be passed by calling posenc's.
-* ``untampered()`` fails when code in the notebook has replaced numpy's, math's or posenc's functions
-  (``numpy.allclose = lambda *a, **k: True`` and the like): every check calls it first.
+* ``rng``, ``kernel``, ``each`` and ``each_case`` are where a test cell meets the student's code.
 
-While autograding, the same test cells also run in the grading process, outside the student's kernel
-(``autograder.verdict``): there the student's names are stand-ins that call into the kernel, and the
-verdict is decided from the values they return. Three hooks serve that: ``kernel`` marks a test-cell function
-that must run next to the student's code (it is shipped to the kernel and only its result comes back),
-``without`` remembers what it blocks so that the kernel blocks it too, and ``rng`` draws from a stream
-salted per submission while hidden tests run, so their inputs are not the ones written in the cell.
-
-Limits (see the instructor guide): code that rewrites this module itself is not detected here; the
-instructor's ``scan`` lists submissions that touch it.
+A test cell reads them as ``checks.<name>``. In the student's notebook (and in nbgrader's Validate) that is this
+module, and everything runs in the student's kernel. While autograding, test cells run only in the grading
+process (``autograder.verdict``), which hands each one a ``Checks`` bound to a ``Grading`` context instead: the
+student's functions are stand-ins that call into the kernel, ``kernel`` ships a test-cell function there,
+``without`` sends what it blocks along with each call, and ``rng`` is salted per submission in the hidden tests,
+so their inputs are not the ones written in the cell.
 """
 
 from __future__ import annotations
@@ -32,121 +25,17 @@ import importlib
 import importlib.abc
 import importlib.util
 import inspect
-import math
 import sys
 import types
 import warnings
+from typing import Callable
 
 import numpy as np
-import numpy.testing
 
-import posenc
-
-# Snapshots taken at import, before any student code ran.
 _array = np.array
 _isfinite = np.isfinite
 _unravel = np.unravel_index
 _argmax = np.argmax
-_WATCHED = {
-    "numpy.allclose": (np, "allclose"),
-    "numpy.isclose": (np, "isclose"),
-    "numpy.array_equal": (np, "array_equal"),
-    "numpy.testing.assert_allclose": (numpy.testing, "assert_allclose"),
-    "numpy.testing.assert_array_equal": (numpy.testing, "assert_array_equal"),
-    "numpy.testing.assert_array_almost_equal": (numpy.testing, "assert_array_almost_equal"),
-    "numpy.testing.assert_almost_equal": (numpy.testing, "assert_almost_equal"),
-    "math.isclose": (math, "isclose"),
-}
-_ORIGINAL = {name: getattr(owner, attr) for name, (owner, attr) in _WATCHED.items()}
-# posenc's public data (not functions or classes), as loaded with posenc: METHODS, ARENA_RESULTS.
-_POSENC_DATA = {name: vars(posenc)[name] for name in posenc.__all__
-                if name in vars(posenc) and not callable(vars(posenc)[name])}
-
-
-def _fingerprint(code):
-    """What a function does: its bytecode, constants and names (nested code objects by their own fingerprint)."""
-    consts = tuple(_fingerprint(c) if isinstance(c, types.CodeType) else c for c in code.co_consts)
-    return code.co_code, consts, code.co_names
-
-
-_SOURCE_FINGERPRINTS = {}
-
-
-def _source_fingerprints(module):
-    """{qualname: fingerprint} of every function compiled from the module's file on disk (cached)."""
-    if module.__name__ not in _SOURCE_FINGERPRINTS:
-        found = {}
-
-        def walk(code):
-            for const in code.co_consts:
-                if isinstance(const, types.CodeType):
-                    found[const.co_qualname] = _fingerprint(const)
-                    walk(const)
-
-        source = inspect.getsource(module)
-        walk(compile(source, module.__file__, "exec", dont_inherit=True))
-        _SOURCE_FINGERPRINTS[module.__name__] = found
-    return _SOURCE_FINGERPRINTS[module.__name__]
-
-
-def _posenc_modules():
-    return [m for name, m in list(sys.modules.items())
-            if (name == "posenc" or name.startswith("posenc.")) and getattr(m, "__file__", None)]
-
-
-def _check_posenc():
-    """posenc's loaded functions must run the code of posenc's source files, and its public names must be
-    posenc's own objects. Checked against the files rather than a snapshot, so it holds for parts of posenc
-    that load after this module (the torch ones load on first use)."""
-    for module in _posenc_modules():
-        reference = _source_fingerprints(module)
-        for attr, obj in list(vars(module).items()):
-            members = [(attr, obj)]
-            if inspect.isclass(obj) and obj.__module__ == module.__name__:
-                members = [(f"{attr}.{name}", m) for name, m in vars(obj).items() if isinstance(m, types.FunctionType)]
-            for qualname, fn in members:
-                if not isinstance(fn, types.FunctionType) or qualname not in reference:
-                    continue
-                if _fingerprint(inspect.unwrap(fn).__code__) != reference[qualname]:  # unwrap decorators
-                    raise Tampered(f"{module.__name__}.{qualname} was modified by code in this notebook; "
-                                   "restart the kernel and remove that code.")
-            if inspect.isclass(obj) and obj.__module__ == module.__name__ and not dataclasses.is_dataclass(obj):
-                for name, m in vars(obj).items():  # (a dataclass's generated methods have no source)
-                    if isinstance(m, types.FunctionType) and f"{attr}.{name}" not in reference:
-                        raise Tampered(f"{module.__name__}.{attr}.{name} was added or replaced by code in this "
-                                       "notebook; restart the kernel and remove that code.")
-    for name in posenc.__all__:
-        obj = vars(posenc).get(name)
-        if obj is None:
-            continue  # not loaded yet
-        if name in _POSENC_DATA:  # data: the very object posenc was loaded with
-            replaced = obj is not _POSENC_DATA[name]
-        else:  # functions and classes: posenc's own, as their home module holds them
-            module = getattr(obj, "__module__", "") or ""
-            replaced = not module.startswith("posenc") or getattr(sys.modules.get(module), name, None) is not obj
-        if replaced:
-            raise Tampered(f"posenc.{name} was replaced by code in this notebook; restart the kernel and "
-                           "remove the code that assigns to it.")
-
-
-class Tampered(AssertionError):
-    """Raised when the notebook replaced a function the tests rely on."""
-
-
-def untampered():
-    """Fail if a watched numpy/math function or any posenc function was replaced since import. (Skipped in
-    the grading process while it runs a test cell itself: no student code runs there.)"""
-    if _TRUSTED:
-        return
-    for name, (owner, attr) in _WATCHED.items():
-        if getattr(owner, attr, None) is not _ORIGINAL[name]:
-            raise Tampered(f"{name} was replaced by code in this notebook; the tests cannot trust it. "
-                           "Remove any code that assigns to library functions, then restart and run all.")
-    _check_posenc()
-    for name, fn in globals().get("_OWN", {}).items():  # this module's own helpers (snapshot at the end)
-        if globals().get(name) is not fn or fn.__code__ is not _OWN_CODE[name]:
-            raise Tampered(f"checks.{name} was replaced by code in this notebook; the tests cannot trust it. "
-                           "Remove that code, then restart and run all.")
 
 
 def _as_array(value, what):
@@ -180,7 +69,6 @@ def close(actual, expected, what="the answer", atol=1e-8, rtol=1e-8, *, count=No
       result (logits in the thousands), or ``scale=0`` where only relative error means anything (frequencies
       spanning decades, where an absolute 1e-5 would excuse every small one).
     """
-    untampered()
     if actual is None:
         raise AssertionError(f"{what} is None: did the function forget to return its result?")
     a = _as_array(actual, what)
@@ -213,7 +101,6 @@ def rounded32(size, roundings=16):
 
 def equal(actual, expected, what="the answer"):
     """Assert exact equality of integer arrays or scalars (ids, buckets, counts), with a message in words."""
-    untampered()
     a = _as_array(actual, what)
     e = _array(expected, dtype=np.float64)
     if a.shape != e.shape:
@@ -239,20 +126,6 @@ def _blocked(qualname, n_freevars):
     namespace = {}
     exec(source, namespace)
     return namespace["outer"]().__code__
-
-
-@contextlib.contextmanager
-def without(*references):
-    """Make posenc functions, classes or whole modules raise while the block runs.
-
-    Swaps the code of each function object, so the block catches every way of reaching it: ``posenc.f``,
-    ``from posenc import f as g`` done earlier, a method of a class. Restored on exit. A reference may also
-    be given by its dotted path (``"posenc.relative_torch.RelativePositionBias"``): a torch class named that
-    way is blocked without importing torch when nothing has loaded it yet (see ``blocked``).
-    """
-    untampered()
-    with blocked(*references):
-        yield
 
 
 def _resolve(path: str):
@@ -308,25 +181,44 @@ class _Refuse(importlib.abc.MetaPathFinder):
         return None
 
 
+class _Refuse(importlib.abc.MetaPathFinder):
+    """Refuses to import the modules that hold a blocked reference, while a ``blocked`` block runs."""
+
+    def __init__(self, modules: dict[str, str]):
+        self.modules = modules  # module name -> the blocked reference it holds
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname in self.modules:
+            raise RuntimeError(f"{self.modules[fullname]} is the reference this exercise asks you to write "
+                               "yourself; your code must not call it here")
+        return None
+
+
+def path_of(ref) -> str:
+    """The dotted path of a posenc function, class or module (a string is one already)."""
+    if isinstance(ref, str):
+        return ref
+    return ref.__name__ if isinstance(ref, types.ModuleType) else f"{ref.__module__}.{ref.__qualname__}"
+
+
 @contextlib.contextmanager
 def blocked(*references):
-    """``without`` minus its ``untampered()`` check: what the grader's agent uses inside a student's kernel,
-    where the check would only refuse a correct answer (the verdict is decided outside that kernel).
+    """Make posenc functions, classes or whole modules raise while the block runs, where the student's code
+    runs (the notebook's kernel).
 
-    A reference may be a dotted path. One in a module nobody has imported yet (a torch module posenc loads
-    on first use) is not imported to be blocked, which would cost the import of torch: importing its module
-    is refused instead while the block runs."""
-    targets, refused, named = {}, {}, []
+    Swaps the code of each function object, so the block catches every way of reaching it: ``posenc.f``,
+    ``from posenc import f as g`` done earlier, a method of a class. Restored on exit. A reference may also be
+    a dotted path (``"posenc.relative_torch.RelativePositionBias"``): one in a module nobody has imported yet
+    (a torch module posenc loads on first use) is not imported to be blocked, which would cost the import of
+    torch: importing its module is refused instead while the block runs."""
+    targets, refused = {}, {}
     for ref in references:
         if isinstance(ref, str):
             module = _unloaded_module(ref)
-            named.append(ref)
             if module is not None:
                 refused[module] = ref
                 continue
             ref = _resolve(ref)
-        else:
-            named.append(_path(ref))
         if isinstance(ref, types.ModuleType):
             members = {f"{ref.__name__}.{n}": f for n, f in vars(ref).items()
                        if isinstance(f, types.FunctionType) and f.__module__ == ref.__name__}
@@ -339,7 +231,6 @@ def blocked(*references):
         targets.update(members)
     saved = {name: fn.__code__ for name, fn in targets.items()}
     refuse = _Refuse(refused)
-    _ACTIVE.append(named)
     sys.meta_path.insert(0, refuse)
     try:
         for name, fn in targets.items():
@@ -347,116 +238,125 @@ def blocked(*references):
         yield
     finally:
         sys.meta_path.remove(refuse)
-        _ACTIVE.pop()
         for name, fn in targets.items():
             fn.__code__ = saved[name]
 
 
-_ACTIVE = []  # what the `without` blocks open right now block, as dotted paths (innermost last)
-
-
-def _path(ref) -> str:
-    return ref.__name__ if isinstance(ref, types.ModuleType) else f"{ref.__module__}.{ref.__qualname__}"
-
-
-def blocked_now() -> list[str]:
-    """Dotted paths of everything the open ``without`` blocks make unusable (sent along with a call the
-    grading process makes into the student's kernel, which then blocks the same there)."""
-    return sorted({path for paths in _ACTIVE for path in paths})
-
-
-_TRUSTED = False  # True in the grading process while it runs a test cell (autograder.verdict)
-_SALT = None  # set by the grading process while a submission's hidden tests run (autograder.verdict)
-_KERNEL = None  # set by the grading process: turns a @kernel function into a call into the student's kernel
-_EACH = None  # set by the grading process: runs checks.each's cases in one call into the student's kernel
-
-
 def warnings_on_stdout():
     """Show warnings on stdout from now on. nbgrader's Validate counts anything a test cell writes to stderr
-    as a failed test, and a warning is not one (numpy warns about log(0) on a branch np.where throws away).
-    The grader itself decides tests from values and ignores both streams; this keeps Validate honest."""
+    as a failed test, and a warning is not one (numpy warns about log(0) on a branch np.where throws away)."""
     def show(message, category, filename, lineno, file=None, line=None):
         sys.stdout.write(warnings.formatwarning(message, category, filename, lineno, line))
 
     warnings.showwarning = show
 
 
-def rng(seed):
-    """The random generator tests draw their cases from. In the student's notebook and in the visible tests
-    it is seeded with ``seed`` alone (the same cases every time); while the grading process runs a
-    submission's hidden tests it is seeded with ``seed`` and a salt secret to the grader and fixed per
-    submission, so the hidden cases are not the ones written in the cell, and re-grading repeats them."""
-    return np.random.default_rng(seed if _SALT is None else [seed, _SALT])
+@dataclasses.dataclass
+class Grading:
+    """What the grading process hands a test cell it runs (``autograder.verdict``): ``ship`` turns a
+    ``@kernel`` function into a stand-in that runs it in the student's kernel, ``each`` runs a function on
+    many cases in one request, ``salt`` seeds the hidden tests' cases (None in the visible tests), and
+    ``blocked`` lists the dotted paths the open ``without`` blocks name (sent along with each call)."""
+    ship: Callable
+    each: Callable
+    salt: int | None = None
+    blocked: list = dataclasses.field(default_factory=list)
+
+    def blocked_now(self) -> list[str]:
+        return sorted({path for paths in self.blocked for path in paths})
 
 
-def kernel(function):
-    """Mark a function of a test cell that must run where the student's code runs (it builds the student's
-    objects, calls their methods, or spies on what their code calls) and returns only values: arrays,
-    numbers, strings, lists, tuples, dicts. In the notebook it is the function itself. While grading, the
-    grading process sends its source into the student's kernel, runs it there, and checks what it returns
-    in its own process: keep the checks outside such functions."""
-    return function if _KERNEL is None else _KERNEL(function)
+class Checks:
+    """The helpers a test cell reads as ``checks``: in the notebook, the module's own (``grading`` None, the
+    student's code called directly); while autograding, one bound to the grader's ``Grading`` context."""
 
+    FLOAT32 = FLOAT32
+    close, equal, rounded32 = staticmethod(close), staticmethod(equal), staticmethod(rounded32)
+    warnings_on_stdout = staticmethod(warnings_on_stdout)
 
-def each(function, cases) -> list:
-    """``[function(*case) for case in cases]``, each case a tuple of positional arguments: the student's
-    function on every case of a test. While grading, the student's kernel gets every case in one request
-    (one round trip instead of one per case); the results come back as values, checked here. (Called inside
-    ``without`` blocks, so it does not run ``untampered``, which would see their swapped code.)"""
-    cases = [tuple(case) for case in cases]
-    if _EACH is not None:
-        return _EACH(function, cases)
-    return [function(*case) for case in cases]
+    def __init__(self, grading: Grading | None = None):
+        self.grading = grading
 
+    def rng(self, seed):
+        """The random generator tests draw their cases from: seeded with ``seed`` alone in the notebook and the
+        visible tests (the same cases every time); in the hidden tests while grading, with ``seed`` and a salt
+        secret to the grader and fixed per submission, so the hidden cases are not the ones written in the
+        cell, and re-grading repeats them."""
+        salt = None if self.grading is None else self.grading.salt
+        return np.random.default_rng(seed if salt is None else [seed, salt])
 
-def each_case(function, cases, judge, *, call=None, calls=None, blocked=(), name=None) -> None:
-    """The hidden-test pattern in one call: the student's ``function`` on every case, all in one request to
-    the kernel (``each``), with ``blocked`` references blocked while it runs (``without``); then, here,
-    ``judge(*case, result)`` on each case in order, which compares the result with posenc's and raises
-    AssertionError in words. The first failure is raised again with its case named first: ``name(*case)``, or
-    "case 3 of 20". ``cases`` are tuples (drawn from ``rng``); the student's function gets ``case`` itself, or
-    ``call(*case)`` where a case carries more than the call (an expected value computed beforehand). Where a
-    case is judged on several calls (a property: R(a) R(b) = R(a + b)), ``calls(*case)`` lists them and the
-    judge gets their results as a list.
+    def kernel(self, function):
+        """Mark a function of a test cell that must run where the student's code runs (it builds the student's
+        objects, calls their methods, or spies on what their code calls) and returns only values: arrays,
+        numbers, strings, lists, tuples, dicts. In the notebook it is the function itself. While grading, its
+        source is sent into the student's kernel, run there, and what it returns is checked in the grading
+        process: keep the checks outside such functions."""
+        return function if self.grading is None else self.grading.ship(function)
 
-        r = checks.rng(1001)
-        cases = [(r.normal(size=(3, 4)), r.normal(size=(5, 4))) for _ in range(20)]
-
-        def judge(q, k, answer):
-            checks.close(answer, posenc.attention(q, k, k), f"q {q.shape}, k {k.shape}")
-
-        checks.each_case(my_attention, cases, judge, blocked=(posenc.attention,))
-    """
-    if call is not None and calls is not None:
-        raise TypeError("each_case takes call or calls, not both")
-    cases = [tuple(case) for case in cases]
-    if calls is None:
-        grouped = [[case if call is None else tuple(call(*case))] for case in cases]
-    else:
-        grouped = [[tuple(c) for c in calls(*case)] for case in cases]
-    flat = [c for group in grouped for c in group]
-    if blocked:
-        with without(*blocked):
-            results = each(function, flat)
-    else:  # nothing to block: no ``without``, which would check untampered() here, in between
-        results = each(function, flat)
-    if len(results) != len(flat):  # the grading process checks this too; a notebook's own run lands here
-        raise AssertionError(f"{len(results)} results for {len(flat)} calls")
-    start = 0
-    for index, (case, group) in enumerate(zip(cases, grouped, strict=True)):
-        got = results[start:start + len(group)]
-        start += len(group)
+    @contextlib.contextmanager
+    def without(self, *references):
+        """Make posenc's references (functions, classes, modules or dotted paths) raise while the block's calls
+        of the student's code run (``blocked``)."""
+        if self.grading is None:
+            with blocked(*references):
+                yield
+            return
+        self.grading.blocked.append([path_of(ref) for ref in references])
         try:
-            judge(*case, got if calls is not None else got[0])
-        except Tampered:
-            raise
-        except AssertionError as err:
-            where = name(*case) if name is not None else f"case {index + 1} of {len(cases)}"
-            raise AssertionError(f"{where}: {err}") from None
+            yield
+        finally:
+            self.grading.blocked.pop()
+
+    def each(self, function, cases) -> list:
+        """``[function(*case) for case in cases]``, each case a tuple of positional arguments: the student's
+        function on every case of a test. While grading, the student's kernel gets every case in one request
+        (one round trip instead of one per case); the results come back as values, checked here."""
+        cases = [tuple(case) for case in cases]
+        if self.grading is not None:
+            return self.grading.each(function, cases)
+        return [function(*case) for case in cases]
+
+    def each_case(self, function, cases, judge, *, call=None, calls=None, blocked=(), name=None) -> None:
+        """The hidden-test pattern in one call: the student's ``function`` on every case, all in one request to
+        the kernel (``each``), with ``blocked`` references blocked while it runs (``without``); then, here,
+        ``judge(*case, result)`` on each case in order, which compares the result with posenc's and raises
+        AssertionError in words. The first failure is raised again with its case named first: ``name(*case)``,
+        or "case 3 of 20". ``cases`` are tuples (drawn from ``rng``); the student's function gets ``case``
+        itself, or ``call(*case)`` where a case carries more than the call (an expected value computed
+        beforehand). Where a case is judged on several calls (a property: R(a) R(b) = R(a + b)),
+        ``calls(*case)`` lists them and the judge gets their results as a list.
+
+            r = checks.rng(1001)
+            cases = [(r.normal(size=(3, 4)), r.normal(size=(5, 4))) for _ in range(20)]
+
+            def judge(q, k, answer):
+                checks.close(answer, posenc.attention(q, k, k), f"q {q.shape}, k {k.shape}")
+
+            checks.each_case(my_attention, cases, judge, blocked=(posenc.attention,))
+        """
+        if call is not None and calls is not None:
+            raise TypeError("each_case takes call or calls, not both")
+        cases = [tuple(case) for case in cases]
+        if calls is None:
+            grouped = [[case if call is None else tuple(call(*case))] for case in cases]
+        else:
+            grouped = [[tuple(c) for c in calls(*case)] for case in cases]
+        flat = [c for group in grouped for c in group]
+        with self.without(*blocked):
+            results = self.each(function, flat)
+        if len(results) != len(flat):  # the grading process checks this too; a notebook's own run lands here
+            raise AssertionError(f"{len(results)} results for {len(flat)} calls")
+        start = 0
+        for index, (case, group) in enumerate(zip(cases, grouped, strict=True)):
+            got = results[start:start + len(group)]
+            start += len(group)
+            try:
+                judge(*case, got if calls is not None else got[0])
+            except AssertionError as err:
+                where = name(*case) if name is not None else f"case {index + 1} of {len(cases)}"
+                raise AssertionError(f"{where}: {err}") from None
 
 
-# Snapshot of this module's helpers, for untampered(): a notebook that assigns `checks.close = ...` is
-# refused by the grader, which calls checks.untampered() before every test cell.
-_OWN = {name: globals()[name] for name in ("untampered", "close", "equal", "without", "blocked", "rng", "kernel",
-                                               "each", "each_case", "rounded32")}
-_OWN_CODE = {name: fn.__code__ for name, fn in _OWN.items()}
+_NOTEBOOK = Checks()  # the notebook's own: the student's code called directly
+rng, kernel, without, each, each_case = (_NOTEBOOK.rng, _NOTEBOOK.kernel, _NOTEBOOK.without, _NOTEBOOK.each,
+                                         _NOTEBOOK.each_case)

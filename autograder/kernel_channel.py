@@ -36,12 +36,16 @@ def message_size(content: dict) -> int:
 
 class KernelChannel(Channel):
     """Requests to the kernel of a running nbclient ``client`` (nbgrader's Execute step), as messages on the
-    agent's comm (``agent.TARGET``, opened on the first request)."""
+    agent's comm (``agent.TARGET``, opened on the first request). One channel per kernel: it keeps the comm and
+    the large arguments the kernel has stored; ``begin`` starts each test cell's deadline."""
 
     def __init__(self, client, seconds: float):
-        self.client, self.deadline = client, time.monotonic() + seconds
-        self.seconds, self.failed = seconds, None
-        self.stored = client.__dict__.setdefault("_posenc_stored", {})  # one kernel, one store: kept across cells
+        self.client, self.comm_id, self.stored = client, None, {}
+        self.begin(seconds)
+
+    def begin(self, seconds: float) -> None:
+        """A new test cell: its calls share one deadline, ``seconds`` from now."""
+        self.deadline, self.seconds, self.failed = time.monotonic() + seconds, seconds, None
 
     def request(self, payload: str) -> str:
         if self.failed is not None:  # one timeout or flood ends the cell's calls
@@ -59,11 +63,10 @@ class KernelChannel(Channel):
         return msg["header"]["msg_id"]
 
     async def _request(self, payload: str) -> str:
-        comm_id = getattr(self.client, "_posenc_comm", None)
-        if comm_id is None:  # one comm per kernel, opened by the first request
-            comm_id = self.client._posenc_comm = uuid.uuid4().hex
-            await self._wait(self._send("comm_open", {"comm_id": comm_id, "target_name": TARGET, "data": {}}))
-        reply = await self._wait(self._send("comm_msg", {"comm_id": comm_id, "data": {"request": payload}}))
+        if self.comm_id is None:  # one comm per kernel, opened by the first request
+            self.comm_id = uuid.uuid4().hex
+            await self._wait(self._send("comm_open", {"comm_id": self.comm_id, "target_name": TARGET, "data": {}}))
+        reply = await self._wait(self._send("comm_msg", {"comm_id": self.comm_id, "data": {"request": payload}}))
         if reply is None:
             raise ChannelFailure("the notebook's kernel did not answer the grader's call: code in the notebook "
                                  "changed or blocked the grader's agent")

@@ -30,41 +30,36 @@ c.Exchange.path_includes_course = True
 # POSENC_CELL_TIMEOUT overrides it (the tests use a short one).
 c.Execute.timeout = int(os.environ.get("POSENC_CELL_TIMEOUT", "60"))
 c.Execute.interrupt_on_timeout = True
-# Quiet kernels (their start-up warnings are not the students' output), and two extensions loaded before any
-# notebook code: the hook guard (IPython hooks a cell registers are removed before the next cell,
-# autograder/kernel_guard.py) and the grader's agent, which the grading process calls (autograder/agent.py).
-c.Execute.extra_arguments = ["--IPKernelApp.log_level=CRITICAL", "--IPKernelApp.extensions=autograder.kernel_guard",
-                             "--IPKernelApp.extensions=autograder.agent"]
-# Test cells are decided in the grading process from the values the student's code returns
-# (autograder/verdict.py); the hidden tests' random cases are salted per submission with this secret, and
-# each submission's verdicts are written where `grade` reads its notes from.
+# Quiet kernels (their start-up warnings are not the students' output), and the grader's agent loaded before any
+# notebook code: the grading process calls the student's code through it (autograder/agent.py).
+c.Execute.extra_arguments = ["--IPKernelApp.log_level=CRITICAL", "--IPKernelApp.extensions=autograder.agent"]
+# Test cells run only in the grading process, decided from the values the student's code returns
+# (autograder/verdict.py); the hidden tests' random cases are salted per submission with this secret.
 c.GuardedExecute.secret_file = os.path.join(COURSE, "grading_secret")
-c.GuardedExecute.verdict_dir = os.path.join(COURSE, "verdicts")
 # One notebook may run this long in all (cells and the grader's calls together): a dozen cells that each sleep
 # just under the cell timeout cost 10 minutes, not an hour. POSENC_NOTEBOOK_TIMEOUT overrides it.
 c.GuardedExecute.notebook_timeout = int(os.environ.get("POSENC_NOTEBOOK_TIMEOUT", "600"))
 
 # Autograde with nbgrader's own steps, some replaced by thin subclasses and one added (autograder/preprocessors/,
-# one step per module): RestoreImports re-runs the setup cell's imports (and checks.untampered()) at the top of
-# each test cell, so a solution that rebinds `checks` or `posenc`, or assigns to checks.close, does not change
-# what tests call; SandboxedExecute runs each submission's kernel in a bubblewrap sandbox (autograder/sandbox.py:
-# it cannot see the solutions, the gradebook, other submissions or the network), records the points earned when
-# a student's code kills the kernel (os._exit) or a loop ignores the timeout's interrupt (plain nbgrader then
-# gives that student no grade at all), and decides test cells in the grading process; LimitOutput also caps the
+# one step per module): InstructorTests reads the instructor's test cells from the gradebook; SandboxedExecute
+# runs each submission's kernel in a bubblewrap sandbox (autograder/sandbox.py: it cannot see the solutions, the
+# gradebook, other submissions or the network), records the points earned when a student's code kills the
+# kernel (os._exit) or a loop ignores the timeout's interrupt (plain nbgrader then gives that student no grade at
+# all), and runs test cells in the grading process only; LimitOutput also caps the
 # characters of each output (nbgrader caps lines; one huge line slips through); OverwriteCells puts back deleted
 # test cells without failing when their neighbours were deleted too; InertOutputs keeps only inert outputs;
 # CheckCellMetadata checks the cells' nbgrader metadata by nbgrader's rules, the schema itself checked once.
 # Only autograde is sandboxed: students' own `nbgrader validate` and JupyterLab are not. `grade --unsandboxed`
 # loads this configuration and swaps the Execute step for GuardedExecute on the loaded object (autograder/config.py).
-from autograder.preprocessors import (CheckCellMetadata, InertOutputs, LimitOutput, OverwriteCells,  # noqa: E402
-                                      RestoreImports, SandboxedExecute)
+from autograder.preprocessors import (CheckCellMetadata, InertOutputs, InstructorTests, LimitOutput,  # noqa: E402
+                                      OverwriteCells, SandboxedExecute)
 from nbconvert.preprocessors import ClearMetadataPreprocessor  # noqa: E402
 from nbgrader.preprocessors import (AssignLatePenalties, ClearOutput, DeduplicateIds, IgnorePattern,  # noqa: E402
                                     OverwriteKernelspec, SaveAutoGrades)
 
 c.Autograde.sanitize_preprocessors = [ClearOutput, DeduplicateIds, OverwriteKernelspec, OverwriteCells,
                                       CheckCellMetadata]
-c.Autograde.autograde_preprocessors = [RestoreImports, SandboxedExecute, IgnorePattern,
+c.Autograde.autograde_preprocessors = [InstructorTests, SandboxedExecute, IgnorePattern,
                                        ClearMetadataPreprocessor, LimitOutput, InertOutputs, SaveAutoGrades,
                                        AssignLatePenalties, CheckCellMetadata]
 # nbconvert checks the whole notebook against nbformat's schema after each of these steps (a dozen times per

@@ -1,9 +1,8 @@
 """What `grade` prints: per chapter, a row per student with the score of every problem, the total, and notes on
-what happened while grading (read from the autograded notebook and from the grader's verdicts)."""
+what happened while grading (read from the autograded notebook)."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,7 +35,6 @@ _NOTABLE = [
     ("CellTimeoutError", None, "timed out"),
     ("KernelDied", None, "kernel died (os._exit or crash): later cells not run"),
     ("KernelUnresponsive", None, "ignored the timeout interrupt: later cells not run"),
-    ("Tampered", None, "replaced numpy/math/posenc/checks functions: tests refused"),
     ("RuntimeError", "is the reference this exercise asks you to write", "called posenc's reference"),
     ("SystemExit", None, "sys.exit() in a cell"),
     ("KernelLost", None, "the kernel died or hung while the grader called its code: later cells not run"),
@@ -48,50 +46,17 @@ def _where(cells: list[str]) -> str:
     return ", ".join(cells) if len(cells) <= 2 else f"{cells[0]} and {len(cells) - 1} more cells"
 
 
-def _verdicts(assignment: str, student: str, cfg) -> dict:
-    """The grader's verdicts on one submission, as GuardedExecute wrote them ({} if there are none)."""
-    path = Path(cfg.GuardedExecute.verdict_dir) / student / f"{assignment}.json"
-    try:
-        decided = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
-    return decided if isinstance(decided, dict) else {}
-
-
-def verdict_notes(decided: dict) -> list[str]:
-    """Notes on test cells whose kernel-side result and the grader's own verdict disagree (read from the
-    verdicts GuardedExecute wrote): marked for review, since the kernel's side is what a forged grade changes."""
-    forged, refused = [], []
-    for gid, v in sorted(decided.items()):
-        visible_passed = v.get("grader") == "pass" or v.get("stage") == "hidden"
-        if v.get("kernel") == "pass" and not visible_passed:
-            forged.append(gid)
-        elif v.get("kernel") == "fail" and visible_passed:
-            refused.append(f"{gid} ({v.get('kernel_error', '').split(':')[0] or 'error'})")
-    notes = []
-    if forged:
-        notes.append(f"REVIEW {_where(forged)}: the notebook's own run passed tests the grader's run failed "
-                     "(code that hides failures?)")
-    if refused:
-        notes.append(f"REVIEW {_where(refused)}: the notebook's own run failed tests the grader's run passed "
-                     "(IPython hooks or replaced functions?)")
-    return notes
-
-
 def notes_for(assignment: str, student: str, cfg) -> list[str]:
-    """Short notes on what happened while grading one submission, read from its autograded notebook and
-    from the grader's verdicts."""
+    """Short notes on what happened while grading one submission, read from its autograded notebook."""
     path = Path(cfg.CourseDirectory.autograded_directory) / student / assignment / f"{assignment}.ipynb"
     if not path.exists():
         return []
     nb = nbformat.read(path, as_version=4)
-    errors = []  # (where, ename, evalue): the errors in the autograded notebook, then what the kernel raised
+    errors = []  # (where, ename, evalue): the errors in the autograded notebook
     for index, cell in enumerate(nb.cells):
         where = course.grade_id(cell) or f"cell {index}"
         errors += [(where, out.get("ename"), out.get("evalue", "")) for out in cell.get("outputs", [])
                    if out.get("output_type") == "error"]
-    decided = _verdicts(assignment, student, cfg)
-    errors += [(gid, *v.get("kernel_error", "").partition(": ")[::2]) for gid, v in sorted(decided.items())]
     where_by_text = {}  # text -> the cells it happened in, in order
     for where, ename, evalue in errors:
         for name, needle, text in _NOTABLE:
@@ -100,7 +65,7 @@ def notes_for(assignment: str, student: str, cfg) -> list[str]:
                 if where not in cells:
                     cells.append(where)
     notes = [f"{_where(cells)}: {text}" for text, cells in where_by_text.items()]
-    return notes + verdict_notes(decided) + reference_notes(assignment, student, cfg)
+    return notes + reference_notes(assignment, student, cfg)
 
 
 def reference_notes(assignment: str, student: str, cfg) -> list[str]:

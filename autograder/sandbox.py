@@ -116,9 +116,9 @@ def _namespace_args() -> list[str]:
     return args
 
 
-# The parts of autograder/ a grading kernel imports: the test cells' helpers, the grader's agent and its wire
-# format, the IPython hook guard. Nothing else of autograder/ (the grading code, its configuration) is visible.
-KERNEL_MODULES = ("__init__", "checks", "agent", "wire", "kernel_guard")
+# The parts of autograder/ a grading kernel imports: the test cells' helpers (the setup cell imports them), the
+# grader's agent and its wire format. Nothing else of autograder/ (the grading code, its configuration) is visible.
+KERNEL_MODULES = ("__init__", "checks", "agent", "wire")
 
 SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
 
@@ -340,7 +340,7 @@ class SandboxKernelManager(IpcKernelManager):
     cleanup_resources = _async_cleanup_resources
 
 
-PREFLIGHT = "import ipykernel, numpy, posenc, autograder.agent, autograder.checks, autograder.kernel_guard"
+PREFLIGHT = "import ipykernel, numpy, posenc, autograder.agent, autograder.checks"
 
 
 def preflight(timeout: float = 120) -> str | None:

@@ -1,23 +1,23 @@
-"""Test verdicts decided in the grading process, from values, never from what the student's kernel reports.
+"""Test cells decided in the grading process, from values, never from what the student's kernel reports.
 
-nbgrader scores a test cell from the outputs the student's kernel sends back, and that kernel has run the
-student's code first: an input transformer, a custom exception handler or a display hook registered by a
-solution cell can make every later test cell look passed. So while autograding, each test cell is also run
-here, in the grading process, from the instructor's source (visible and hidden tests):
+While autograding, a test cell never runs in the student's kernel: the kernel has run the student's code, and an
+input transformer, an exception handler or a display hook registered there could make any cell run there look
+passed. ``judge`` runs the cell here, from the instructor's source (visible, then hidden tests):
 
-* the setup cell's imports are the grader's own numpy, posenc and checks;
+* the setup cell's imports are the grader's own numpy and posenc, and ``checks`` is a ``checks.Checks`` bound
+  to this cell's ``checks.Grading`` context;
 * each name the test reads from the notebook (the student's functions, classes and answer variables) is a
   stand-in: a value the kernel sent as data, or ``RemoteFunction``, which sends its arguments to the kernel
   (``autograder.agent``), calls the student's function there, and returns the value it got back
   (``autograder.wire``: data only);
 * functions the test marks ``@checks.kernel`` are shipped to the kernel as source and run there;
-* references that the test blocks with ``checks.without`` are blocked in the kernel too during the call;
+* references that the test blocks with ``checks.without`` are blocked in the kernel during the call;
 * hidden tests draw their cases from ``checks.rng`` salted per submission.
 
 Every assertion, every comparison and every reference value is computed here. A cell passes when its source
 runs to the end without an exception; the kernel can only influence the values it returns for inputs it
-sees at grading time. ``judge`` returns the ``Verdict``; ``autograder.preprocessors.GuardedExecute`` turns it
-into the cell's outputs that nbgrader scores.
+sees at grading time. What the cell prints is kept: ``judge`` returns it with the ``Verdict``, and
+``autograder.preprocessors.GuardedExecute`` makes both the cell's outputs, which nbgrader scores.
 """
 
 from __future__ import annotations
@@ -28,11 +28,13 @@ import functools
 import hashlib
 import contextlib
 import hmac
+import io
 import json
 import os
 import signal
 import threading
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,6 +42,7 @@ from . import checks, wire
 from .liveness import cell_names
 
 BEGIN_HIDDEN, END_HIDDEN = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
+VISIBLE, HIDDEN = "<visible tests>", "<hidden tests>"  # the file names of their compiled code
 
 
 class StudentError(Exception):
@@ -66,17 +69,12 @@ WATCH_GRACE = 1.0  # seconds the grader's timer waits past the channel's deadlin
 
 def _critical(frame) -> bool:
     """Whether ``frame`` or a frame that called it is one an exception must not interrupt: an import (a module
-    left half-imported would break every later submission) or ``checks.blocked`` swapping posenc's code in or
-    back (a reference left blocked would, too)."""
+    left half-imported would break every later submission)."""
     while frame is not None:
-        code = frame.f_code
-        if code.co_filename.startswith("<frozen importlib") or code is _BLOCKED_CODE:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
             return True
         frame = frame.f_back
     return False
-
-
-_BLOCKED_CODE = checks.blocked.__wrapped__.__code__
 
 
 class _Watch:
@@ -135,6 +133,8 @@ class Verdict:
     ename: str = ""
     message: str = ""
     lost: bool = False  # the kernel is gone: later cells cannot run
+    printed: str = ""  # what the cell's tests printed (and warned), in order
+    line: int | None = None  # the line of the visible tests that failed (never one of the hidden tests)
 
 
 def split_hidden(source: str) -> tuple[str, str]:
@@ -297,13 +297,13 @@ def ask(channel: Channel, request: dict):
 class RemoteFunction:
     """Stands for the notebook's function or class ``name``: a call runs it in the student's kernel."""
 
-    def __init__(self, channel: Channel, name: str, source: str | None = None):
-        self._channel, self.__name__, self._source = channel, name, source
+    def __init__(self, channel: Channel, grading: checks.Grading, name: str, source: str | None = None):
+        self._channel, self._grading, self.__name__, self._source = channel, grading, name, source
 
     def _ask(self, op: str, **fields):
         """One request about this function (the blocks open now go along, and the source of a test-cell
         function), answered by the student's kernel."""
-        request = {"op": op, "name": self.__name__, **fields, "blocked": checks.blocked_now()}
+        request = {"op": op, "name": self.__name__, **fields, "blocked": self._grading.blocked_now()}
         if self._source:
             request["source"] = self._source
         return ask(self._channel, request)
@@ -350,11 +350,11 @@ class HiddenKernelFunction(Exception):
     check the values here."""
 
 
-def _shipped(channel: Channel, shipped: dict, function) -> RemoteFunction:
+def _shipped(channel: Channel, grading: checks.Grading, shipped: dict, function) -> RemoteFunction:
     if function.__name__ not in shipped:
         raise HiddenKernelFunction(f"{function.__name__} is marked @checks.kernel inside the hidden tests; "
                                    "only visible tests may run code in the student's kernel")
-    return RemoteFunction(channel, function.__name__, shipped[function.__name__])
+    return RemoteFunction(channel, grading, function.__name__, shipped[function.__name__])
 
 
 @dataclass(frozen=True)
@@ -373,27 +373,45 @@ def _prepare(source: str, setup: tuple[str, ...]) -> _Prepared:
     gradebook, so a class has a few dozen of them), not once per submission."""
     visible, hidden = split_hidden(source)
     return _Prepared(compile("\n".join(setup) + "\n", "<setup imports>", "exec"),
-                     compile(visible, "<visible tests>", "exec"), compile(hidden, "<hidden tests>", "exec"),
+                     compile(visible, VISIBLE, "exec"), compile(hidden, HIDDEN, "exec"),
                      kernel_functions(visible),  # (never the hidden tests' code: the kernel is the student's)
                      tuple(notebook_names(source, list(setup))))
+
+
+def _failed_line(exc: BaseException) -> int | None:
+    """The line of the visible tests where ``exc`` was raised (the innermost frame of their code), or None."""
+    line, tb = None, exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == VISIBLE:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return line
+
 
 
 def judge(source: str, setup: list[str], channel: Channel, salt: int | None,
           seconds: float | None = None) -> Verdict:
     """Run a test cell's visible then hidden tests in this process against the student's kernel, in at most
     ``seconds`` (the kernel's time and the grader's own: decoding and comparing what the kernel sent); past
-    them the cell fails, saying so. None: no limit of the grader's own (the channel's deadline still holds)."""
+    them the cell fails, saying so. None: no limit of the grader's own (the channel's deadline still holds).
+    What the visible tests print (and warn) comes back in the verdict; what the hidden ones print is dropped (it
+    could show their cases)."""
     try:
         prepared = _prepare(source, tuple(setup))
     except SyntaxError as exc:  # (the instructor's source: `make lessons` and the tests catch this first)
         return Verdict(False, "visible", "SyntaxError", str(exc))
     shipped = prepared.shipped
+    grading = checks.Grading(ship=lambda fn: _shipped(channel, grading, shipped, fn), each=_each)
     namespace = {"__name__": "__grader__", "__builtins__": builtins}
     exec(prepared.setup, namespace)
-    stage = "visible"
+    if "checks" in namespace:
+        namespace["checks"] = checks.Checks(grading)
+    stage, printed, shown = "visible", io.StringIO(), None
     watch = channel.watch = _Watch(None if seconds is None else seconds + min(WATCH_GRACE, seconds))
     try:
-        with watch.running():
+        with watch.running(), contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed), \
+                warnings.catch_warnings():
+            warnings.simplefilter("always")  # (each warning printed where it happens, as in a notebook)
             names = list(prepared.names)
             described = ask(channel, {"op": "describe", "names": names}) if names else {}
             if not isinstance(described, dict):
@@ -404,26 +422,22 @@ def judge(source: str, setup: list[str], channel: Channel, salt: int | None,
                 if kind == "data":
                     namespace[name] = entry.get("value")
                 elif kind == "callable":
-                    namespace[name] = RemoteFunction(channel, name)
-            checks._KERNEL = lambda fn: _shipped(channel, shipped, fn)
-            checks._EACH = _each
-            checks._TRUSTED = True  # no student code runs in this process: nothing here to find tampered
+                    namespace[name] = RemoteFunction(channel, grading, name)
             exec(prepared.visible, namespace)
-            stage = "hidden"
-            checks._SALT = salt
+            stage, shown = "hidden", printed.getvalue()
+            grading.salt = salt
             exec(prepared.hidden, namespace)
     except KernelLost as exc:
-        return Verdict(False, stage, "KernelLost", str(exc), lost=True)
+        decided = Verdict(False, stage, "KernelLost", str(exc), lost=True)
     except GraderTimeout as exc:
-        return Verdict(False, stage, "GraderTimeout", str(exc))
+        decided = Verdict(False, stage, "GraderTimeout", str(exc))
     except ChannelFailure as exc:
-        return Verdict(False, stage, "NoAnswer", str(exc))
+        decided = Verdict(False, stage, "NoAnswer", str(exc))
     except Exception as exc:
-        return Verdict(False, stage, type(exc).__name__, str(exc))
+        decided = Verdict(False, stage, type(exc).__name__, str(exc), line=_failed_line(exc))
+    else:
+        decided = Verdict(True)
     finally:
         channel.watch = None
-        checks._KERNEL = checks._SALT = checks._EACH = None
-        checks._TRUSTED = False
-        checks._ACTIVE.clear()
-    return Verdict(True)
-
+    decided.printed = printed.getvalue() if shown is None else shown
+    return decided

@@ -24,7 +24,7 @@ import synthetic
 from autograder import autograde, checks, config, course, gradebook, preprocessors, report, scan, submissions
 from autograder.commands import grade as grade_command
 from autograder.liveness import cell_names, demo_cells_to_skip
-from autograder.preprocessors.restore_imports import setup_imports
+from autograder.preprocessors.instructor_tests import setup_imports
 from support import run_cli
 from synthetic import submit
 
@@ -319,22 +319,11 @@ def test_regrading_keeps_manual_grades_and_survives_a_corrupt_resubmission(tmp_p
     assert rows[("perfect", one)] == pytest.approx(expected)
 
 
-def test_setup_imports_are_what_the_grader_puts_before_each_test():
+def test_setup_imports_are_what_the_grader_runs_before_each_test():
     setup = "import numpy as np\nimport posenc\nfrom autograder import checks\nfrom . import local\nx = 1\n"
     assert setup_imports([setup, "import numpy as np\nimport math"]) == [
         "import numpy as np", "import posenc", "from autograder import checks", "import math"]
     assert setup_imports(["def broken(:"]) == []
-
-
-def test_checks_refuse_to_run_after_their_own_functions_were_replaced():
-    original = checks.close
-    checks.close = lambda *args, **kwargs: None
-    try:
-        with pytest.raises(checks.Tampered, match="checks.close was replaced"):
-            checks.untampered()
-    finally:
-        checks.close = original
-    checks.untampered()
 
 
 def test_metadata_problems_name_the_cell(tmp_path, monkeypatch):
@@ -460,12 +449,3 @@ def test_demo_cells_run_only_when_a_later_cell_reads_what_they_define():
     assert demo_cells_to_skip(nb) == {2, 4, 7}
     nb.cells[5].source = "x = base ** 2 +"                            # unparseable: every earlier cell runs
     assert demo_cells_to_skip(nb) == {7}
-
-
-def test_checks_refuse_a_replaced_posenc_constant(monkeypatch):
-    """posenc's data (the arena results path chapter 8's tests read) cannot be pointed elsewhere."""
-    import posenc
-    checks.untampered()
-    monkeypatch.setattr(posenc, "ARENA_RESULTS", posenc.ARENA_RESULTS.with_name("made_up.json"))
-    with pytest.raises(checks.Tampered, match="posenc.ARENA_RESULTS was replaced"):
-        checks.untampered()

@@ -11,7 +11,6 @@ the points in the notebooks' nbgrader metadata (tests/synthetic/), never typed i
 from __future__ import annotations
 
 import csv
-import json
 import os
 import pickle
 import re
@@ -239,8 +238,18 @@ def _error_line(cell) -> int | None:
 
 
 def _verdicts(graded_class, student, name) -> dict:
-    """What the grader decided for each test cell of one submission (GuardedExecute's record)."""
-    return json.loads((graded_class.course / "verdicts" / student / f"{name}.json").read_text())
+    """What the grader decided for each test cell of one submission, read from its autograded notebook (the
+    outputs the grader's run of each test cell made): {grade_id: {"grader": "pass"/"fail", "stage": ...}}."""
+    decided = {}
+    for cell in _autograded(graded_class, student, name).cells:
+        if cell.cell_type != "code" or not cell.metadata.get("nbgrader", {}).get("grade") or \
+                cell.metadata["nbgrader"].get("solution"):
+            continue
+        errors = [o for o in cell.outputs if o.get("output_type") == "error"]
+        text = "\n".join(line for o in errors for line in o.get("traceback", []))
+        decided[course.grade_id(cell)] = {"grader": "fail" if errors else "pass",
+                                          "stage": "hidden" if "a hidden test" in text else "visible" if errors else ""}
+    return decided
 
 
 @pytest.mark.parametrize("name", HOSTILE)
@@ -252,7 +261,6 @@ def test_hardcoded_answers_pass_the_visible_tests_and_fail_the_hidden_ones(grade
     for gid in failed:
         assert decided[gid]["grader"] == "fail" and decided[gid]["stage"] == "hidden", (
             f"{gid}: the hard-coded answers should pass the visible tests and fail a hidden one: {decided[gid]}")
-        assert decided[gid]["kernel"] == "pass", "the kernel only ran the visible tests, which pass"
 
 
 @pytest.mark.parametrize("name", HOSTILE)
@@ -281,21 +289,12 @@ def test_grading_notes_say_what_happened(graded_class, name):
     assert "timed out" in row("disruptive") and "sys.exit()" in row("disruptive")
     assert "kernel died" in row("os_exit" if ("os_exit", name) in graded_class.students else "disruptive")
     assert "called posenc's reference" in row("calls_reference")
-    # Patched libraries on correct code: the notebook's own run refused them, the grader passed the values.
-    patched = [k for k, _ in graded_class.students if k.startswith("patch_")]
-    for k in patched:
+    # Patched libraries and IPython hooks on correct code change nothing the tests see (they never run in the
+    # kernel): full marks and nothing to note.
+    for k in [k for k, _ in graded_class.students if k.startswith("patch_")] + ["perfect", "different",
+                                                                                  "harmless_hooks"]:
         if (k, name) in graded_class.students:
-            assert "replaced numpy/math/posenc/checks" in row(k) and "REVIEW" in row(k), row(k)
-            assert "failed tests the grader's run passed" in row(k), row(k)
-    if ("patches_checks", name) in graded_class.students:
-        assert "replaced numpy/math/posenc/checks" in row("patches_checks")
-    # A payload that undoes the kernel's hook guard when graded: the notebook's own run passed, the grader's not.
-    if ("hook_when_graded", name) in graded_class.students:
-        assert "REVIEW" in row("hook_when_graded") and "passed tests the grader's run failed" in row(
-            "hook_when_graded"), row("hook_when_graded")
-    for k in ("perfect", "different", "harmless_hooks"):
-        if (k, name) in graded_class.students:
-            assert "REVIEW" not in row(k), row(k)
+            assert row(k).rstrip().endswith(f"{sum(graded_class.students[(k, name)].expected.values()):g}"), row(k)
     if ("stubborn_loop", name) in graded_class.students:
         assert "ignored the timeout interrupt" in row("stubborn_loop")
     assert row("perfect").rstrip().endswith(f"{sum(graded_class.students[('perfect', name)].expected.values()):g}")
@@ -313,7 +312,7 @@ def test_huge_output_is_cut_in_the_autograded_notebook(graded_class, name):
 @pytest.mark.parametrize("name", HOSTILE)
 def test_restored_test_cells_are_the_instructors(graded_class, name):
     """The student replaced every test by `pass`, changed points and deleted one: nbgrader put them back,
-    the kernel ran their visible part, and the grader decided them (the partial student's scores, above)."""
+    and the grader ran and decided them (the partial student's scores, above)."""
     nb = _autograded(graded_class, "edits_tests", name)
     a = synthetic.Assignment.load(name)
     by_id = {course.grade_id(c): c for c in nb.cells}

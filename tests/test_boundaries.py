@@ -85,7 +85,6 @@ def test_a_timeout_inside_a_blocked_reference_leaves_posenc_whole():
     decided = verdict.judge(cell, SETUP, DescribesThenForges(0.0), salt=1, seconds=0.3)
     assert not decided.passed and decided.ename == "GraderTimeout", decided
     assert np.array_equal(posenc.sinusoidal(4, 8), before)  # the reference is restored
-    assert checks.blocked_now() == []
 
 
 def test_a_cell_within_its_time_is_not_touched_by_the_timer():

@@ -24,7 +24,7 @@ from nbgrader.utils import is_grade, is_solution
 import synthetic
 from autograder import checks, course, verdict
 from autograder.liveness import demo_cells_to_skip
-from autograder.preprocessors.restore_imports import setup_imports
+from autograder.preprocessors.instructor_tests import setup_imports
 from process_channel import ProcessChannel  # tests/process_channel.py
 from differently_correct import DIFFERENT, FLOAT32_BY_HAND, FLOAT64_PINNED, PLAUSIBLY_WRONG, WARNING_VARIANTS
 from synthetic.student_code import float32, pasted, wrong

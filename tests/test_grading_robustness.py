@@ -209,17 +209,17 @@ class _Stream:
 def test_printed_output_goes_in_bounded_messages():
     """A loop that prints without end, or one huge string: the kernel sends it at least every FLUSH_CHARS
     characters, in order, so no message nears the size the grader refuses."""
-    from autograder import kernel_guard, sandbox
+    from autograder import agent, sandbox
     stream = _Stream()
-    kernel_guard.bounded_writes(stream)
+    agent.bounded_writes(stream)
     for _ in range(1000):
         stream.write("x" * 10_000)
-    stream.write("y" * (5 * kernel_guard.FLUSH_CHARS))
+    stream.write("y" * (5 * agent.FLUSH_CHARS))
     stream.write("")
     text = "".join(stream.written)
-    assert text == "x" * 10_000_000 + "y" * (5 * kernel_guard.FLUSH_CHARS)
-    assert max(stream.sent) <= 2 * kernel_guard.FLUSH_CHARS and len(stream.sent) >= 14
-    assert 4 * 2 * kernel_guard.FLUSH_CHARS < sandbox.MAX_MESSAGE_BYTES  # (4 bytes a character at most)
+    assert text == "x" * 10_000_000 + "y" * (5 * agent.FLUSH_CHARS)
+    assert max(stream.sent) <= 2 * agent.FLUSH_CHARS and len(stream.sent) >= 14
+    assert 4 * 2 * agent.FLUSH_CHARS < sandbox.MAX_MESSAGE_BYTES  # (4 bytes a character at most)
     with pytest.raises(TypeError):
         stream.write(b"bytes")  # as ipykernel's own: not a str
 

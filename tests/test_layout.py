@@ -87,15 +87,15 @@ def test_posenc_loads_torch_lazily_in_one_place():
 
 
 def test_the_kernel_imports_only_what_the_sandbox_mounts():
-    """checks, agent, wire and kernel_guard run in the student's kernel, where the sandbox mounts only the
+    """checks, agent and wire run in the student's kernel, where the sandbox mounts only the
     modules of KERNEL_MODULES: whatever of autograder they import must be among them."""
     kernel = {"autograder" if m == "__init__" else f"autograder.{m}" for m in KERNEL_MODULES}
     assert kernel <= set(MODULES), kernel - set(MODULES)
     for name in kernel:
         assert GRAPH[name] <= kernel, f"{name} imports {sorted(GRAPH[name] - kernel)}, which the sandbox does not mount"
-    # and every kernel module is needed: the agent and the guard are the kernel's extensions, checks its tests'
+    # and every kernel module is needed: the agent is the kernel's extension, checks its setup cell's
     config = (PACKAGE / "nbgrader_config.py").read_text()
-    assert "extensions=autograder.agent" in config and "extensions=autograder.kernel_guard" in config
+    assert "extensions=autograder.agent" in config
 
 
 def test_the_package_imports_no_test_data():

@@ -7,9 +7,6 @@
    perfect, partial and blank, spread over the chapters) with ``--jobs 1`` and ``--jobs 2``.
 3. The sandbox's cost: one chapter's correct submission autograded sandboxed and unsandboxed, alternating,
    in one process (``sandbox_cost``). Target: at most 1.2 x.
-4. The cost of deciding tests outside the student's process (autograder.verdict): per chapter, a correct
-   submission autograded with the verdicts decided by the grader and by nbgrader's own rule (the kernel
-   runs the hidden tests and its outputs decide), alternating in one process. Target: at most 1.2 x.
 
 Grading in 1 and 2 is sandboxed, as ``grade`` is by default.
 
@@ -258,20 +255,6 @@ def sandbox_cost(name: str, repeat: int, workdir: Path, builder) -> dict:
     return row
 
 
-def verdict_cost(name: str, repeat: int, workdir: Path, builder) -> dict:
-    """Tests decided in the grading process (autograder.verdict) against nbgrader's own rule, where the
-    kernel runs the hidden tests too and its outputs decide, for one correct submission of ``name``."""
-    os.environ["POSENC_COURSE_DIR"] = str(workdir / "course")
-    cfg = config.load_config()
-    configs = {}
-    for kind, outside in (("outside", True), ("kernel", False)):
-        configs[kind] = copy.deepcopy(cfg)
-        configs[kind].GuardedExecute.decide_outside = outside
-    row = alternating(name, configs, repeat, workdir, builder)
-    row["ratio"] = row["outside"] / row["kernel"]
-    return row
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python tools/bench_grading.py", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -279,8 +262,6 @@ def main(argv=None) -> int:
     parser.add_argument("--class-size", type=int, default=100, help="submissions in the class (0: skip)")
     parser.add_argument("--jobs", type=int, nargs="*", default=[1, 2], help="--jobs values to time the class with")
     parser.add_argument("--chapters", nargs="*", help="chapters (default: all)")
-    parser.add_argument("--verdict-chapters", nargs="*", default=None,
-                        help="chapters whose grader-decided/kernel-decided ratio is measured (default: all)")
     parser.add_argument("--sandbox-chapter", default=None,
                         help="chapter whose sandboxed/unsandboxed ratio is measured (default: the first; '' skips)")
     parser.add_argument("--class-scale", type=int, default=None, metavar="N",
@@ -334,14 +315,6 @@ def main(argv=None) -> int:
             print(f"\nthe sandbox's cost per submission, {sandbox_chapter}, median of {args.repeat}: unsandboxed "
                   f"{row['unsandboxed']:.2f} s, sandboxed {row['sandboxed']:.2f} s, ratio {row['ratio']:.2f} "
                   "(target <= 1.2)", flush=True)
-        verdict_chapters = names if args.verdict_chapters is None else args.verdict_chapters
-        if verdict_chapters:
-            print("\nthe cost of deciding tests outside the kernel, per submission "
-                  f"(median of {args.repeat}, alternating):", flush=True)
-            print("\n| chapter | grader decides (s) | kernel decides (s) | ratio |\n|---|---|---|---|")
-            for name in verdict_chapters:
-                row = verdict_cost(name, args.repeat, workdir / "verdict" / name, builder)
-                print(f"| {name} | {row['outside']:.2f} | {row['kernel']:.2f} | {row['ratio']:.2f} |", flush=True)
     print(f"load average {_load():.1f} at the end")
     return 0
 

@@ -12,14 +12,13 @@
   when no cell run after them uses a name they define (``autograder.liveness.demo_cells_to_skip``): a student
   whose solution uses such a name gets that cell run, as in their own notebook. Autograding then costs the
   graded cells, not the chapter's figures.
-* While autograding (when ``RestoreImports`` has put the instructor's test sources in the resources), each
-  test cell runs only its visible tests in the kernel and is then decided in this process by
-  ``autograder.verdict``; ``settle_outputs`` makes the cell's outputs say that verdict.
+* While autograding (when ``InstructorTests`` has put the instructor's test sources in the resources), a test
+  cell never runs in the student's kernel: ``autograder.verdict`` runs it in this process, and what it printed
+  and how it failed become the cell's outputs, which nbgrader scores. The cell shows its visible tests only.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import secrets
 import time
@@ -27,83 +26,52 @@ from pathlib import Path
 
 from jupyter_core.utils import run_sync
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
-from nbformat import NotebookNode
 from nbformat.v4 import new_output
 from nbgrader.preprocessors import Execute
-from nbgrader.utils import determine_grade, is_grade, is_solution
+from nbgrader.utils import is_grade, is_solution
 from traitlets import Bool, Integer, Unicode
 
 from .. import verdict as verdicts
 from ..ipc_kernel import IpcKernelManager
 from ..kernel_channel import KernelChannel
 from ..liveness import DEMO_TAG, demo_cells_to_skip
-from .restore_imports import TESTS_KEY
+from .instructor_tests import TESTS_KEY
 
 # The ``ename`` of the error outputs this module writes; the instructor's score table reports them.
 KERNEL_DIED = "KernelDied"
 KERNEL_UNRESPONSIVE = "KernelUnresponsive"
 NOT_RUN = "CellNotRun"
-GRADER_NOTE = "the grader's own run of this cell's tests, outside your notebook, decides its points"
 
 
-def _error(ename: str, evalue: str):
-    return new_output("error", ename=ename, evalue=evalue, traceback=[f"{ename}: {evalue}"])
-
-
-def _without_hidden(source: str) -> str:
-    """A test cell's source without its hidden tests (what the lesson shows)."""
-    return verdicts.split_hidden(source)[0].rstrip("\n")
+def _error(ename: str, evalue: str, *more: str):
+    return new_output("error", ename=ename, evalue=evalue, traceback=[f"{ename}: {evalue}", *more])
 
 
 def _is_test(cell) -> bool:
     return cell.cell_type == "code" and bool(is_grade(cell)) and not is_solution(cell)
 
 
-def _as_text(output) -> dict:
-    """A kernel's error output or stderr stream, as plain stdout text (it no longer decides the score)."""
-    if output.output_type == "error":
-        lines = output.get("traceback") or [f"{output.get('ename', '')}: {output.get('evalue', '')}"]
-        text = "Your notebook's own run of these tests reported:\n" + "\n".join(map(str, lines)) + "\n"
-    else:
-        text = output.get("text", "")
-    return new_output("stream", name="stdout", text=text)
-
-
-def settle_outputs(outputs, decided: verdicts.Verdict):
-    """The outputs nbgrader scores a test cell from, made to say the grader's verdict: the kernel's errors
-    and stderr become text, its execute_results display data (nbgrader would read a number in one as
-    partial credit), and a failed verdict adds one error output with the failing check's message."""
-    settled = []
-    for output in outputs:
-        if output.output_type == "error" or (output.output_type == "stream" and output.get("name") == "stderr"):
-            settled.append(_as_text(output))
-        elif output.output_type == "execute_result":
-            settled.append(new_output("display_data", data=output.get("data", {})))
-        else:
-            settled.append(output)
+def verdict_outputs(decided: verdicts.Verdict) -> list:
+    """A test cell's outputs, from the grader's run of it: what its visible tests printed, then, when it
+    failed, one error output with the failing check's message and where it failed."""
+    outputs = [new_output("stream", name="stdout", text=decided.printed)] if decided.printed else []
     if not decided.passed:
-        where = "the hidden tests" if decided.stage == "hidden" else "the tests"
-        settled.append(new_output("error", ename=decided.ename or "AssertionError", evalue=decided.message,
-                                  traceback=[f"{decided.ename or 'AssertionError'}: {decided.message}",
-                                             f"({where} of this cell failed in the grader's run: {GRADER_NOTE})"]))
-    return settled
+        where = ("in a hidden test of this cell" if decided.stage == "hidden" else
+                 f"at line {decided.line} of this cell's tests" if decided.line else "in this cell's tests")
+        outputs.append(_error(decided.ename or "AssertionError", decided.message, f"(failed {where})"))
+    return outputs
 
 
 class GuardedExecute(Execute):
     """nbgrader's Execute; a dead or unresponsive kernel costs the rest of that notebook, not the grade, and
     display-only demo cells nothing later needs are not run (``skip_demo_cells``). While autograding (when
-    ``RestoreImports`` has put the instructor's test sources in the resources), each test cell runs its
-    visible tests in the kernel, and is then decided in this process by ``autograder.verdict``."""
+    ``InstructorTests`` has put the instructor's test sources in the resources), each test cell is run and
+    decided in this process by ``autograder.verdict``, never in the kernel."""
 
     skip_demo_cells = Bool(True, help="leave out demo cells no later cell needs").tag(config=True)
     demo_tag = Unicode(DEMO_TAG, help="the tag of display-only narrative cells").tag(config=True)
     secret_file = Unicode("", help="file holding the grader's secret that salts the hidden tests' random "
                           "cases per submission (made on first use); empty: a new salt every run").tag(config=True)
-    verdict_dir = Unicode("", help="folder where each submission's verdicts are written as "
-                          "<student>/<assignment>.json (empty: not written)").tag(config=True)
-    decide_outside = Bool(True, help="decide test cells in this process from the values the student's code "
-                          "returns (False: nbgrader's own rule, the kernel's outputs decide; only the grading "
-                          "benchmark uses it, to measure what deciding outside costs)").tag(config=True)
     notebook_timeout = Integer(600, help="seconds one notebook may run in all, its cells and the grader's "
                                "calls together (each cell also has Execute.timeout); past it, the cells "
                                "left are marked as not run").tag(config=True)
@@ -111,38 +79,34 @@ class GuardedExecute(Execute):
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("kernel_manager_class", IpcKernelManager)  # (sockets that cannot collide: ipc_kernel.py)
         super().__init__(*args, **kwargs)
+        self.timeout_func = self._cell_timeout  # (nbclient's public switch for a cell's timeout)
 
     def preprocess(self, nb, resources=None, km=None):
         self._stopped = None  # why execution stopped, once it has
-        self.__dict__.pop("_posenc_comm", None)  # the grader's comm and stored arguments belong to one kernel
-        self.__dict__.pop("_posenc_stored", None)
         self._ends = time.monotonic() + self.notebook_timeout
         self._skipped = demo_cells_to_skip(nb, self.demo_tag) if self.skip_demo_cells else set()
-        self._tests = (resources or {}).get(TESTS_KEY) if self.decide_outside else None
-        self._decided = {}
+        self._tests = (resources or {}).get(TESTS_KEY)
         self._secret = self._read_secret() if self._tests else None
         self._content = verdicts.submission_digest(nb, (resources or {}).get("metadata", {}).get("path"))
-        nb, resources = super().preprocess(nb, resources, km)
-        if self._tests:
-            self._write_verdicts(resources)
-        return nb, resources
+        self._grader_channel = None  # the comm to this notebook's kernel, opened on the first test cell
+        return super().preprocess(nb, resources, km)
 
     def preprocess_cell(self, cell, resources, index):
         if cell.cell_type != "code" or index in self._skipped:
             return cell, resources
         test = None
         if self._tests and _is_test(cell):
-            gid = cell.metadata["nbgrader"].get("grade_id")
-            test = self._tests["sources"].get(gid)
+            test = self._tests["sources"].get(cell.metadata["nbgrader"].get("grade_id"))
             if test is not None:
-                cell.source = _without_hidden(cell.source)  # the kernel never sees the hidden tests
+                cell.source = verdicts.split_hidden(cell.source)[0].rstrip("\n")  # (what the lesson shows)
         if self._stopped is None and time.monotonic() >= self._ends:
             self._stopped = f"the notebook used up the {self.notebook_timeout} s it may run in all"
             self.log.warning("Cell %d: %s; the remaining cells are marked as not run", index, self._stopped)
         if self._stopped is not None:
             cell.outputs = [_error(NOT_RUN, f"this cell was not run because {self._stopped}")]
-            if test is not None:
-                self._record(cell, None, verdicts.Verdict(False, "visible", NOT_RUN, self._stopped))
+            return cell, resources
+        if test is not None:
+            self._decide(cell, index, test, resources)
             return cell, resources
         self._interrupted = False
         try:
@@ -163,43 +127,25 @@ class GuardedExecute(Execute):
                 self.log.warning("Cell %d: the kernel replied but its last messages were dropped", index)
         if self._stopped is not None:
             self.log.warning("Cell %d: %s; the remaining cells are marked as not run", index, self._stopped)
-            if test is not None:
-                self._record(cell, None, verdicts.Verdict(False, "visible", "KernelLost", self._stopped))
-            return cell, resources
-        if test is not None:
-            self._decide(cell, index, test, resources)
         return cell, resources
 
     def _decide(self, cell, index, source, resources):
-        """Run the cell's tests in this process against the kernel, and make the outputs say the verdict."""
-        errors = [o for o in cell.outputs if o.output_type == "error"]
-        # What nbgrader alone would have scored from the kernel's outputs, a warning on stderr aside.
-        quiet = NotebookNode({**cell, "outputs": [o for o in cell.outputs
-                                                  if not (o.output_type == "stream" and o.get("name") == "stderr")]})
-        score, points = determine_grade(quiet)
-        kernel_passed = score is not None and score >= points
-        kernel_error = f"{errors[0].get('ename', '')}: {errors[0].get('evalue', '')}"[:300] if errors else ""
+        """Run the cell's tests in this process against the kernel; their verdict becomes the cell's outputs."""
         gid = cell.metadata["nbgrader"]["grade_id"]
         meta = resources.get("nbgrader", {})
         salt = (verdicts.salt_for(self._secret, str(meta.get("student")), str(meta.get("assignment")), gid,
                                   self._content) if self._secret else secrets.randbits(63))
         start = time.perf_counter()
         seconds = min(float(self.timeout or 60), max(1.0, self._ends - time.monotonic()))
-        decided = verdicts.judge(source, self._tests["setup"], KernelChannel(self, seconds), salt, seconds)
+        if self._grader_channel is None:
+            self._grader_channel = KernelChannel(self, seconds)
+        self._grader_channel.begin(seconds)
+        decided = verdicts.judge(source, self._tests["setup"], self._grader_channel, salt, seconds)
         self.log.debug("Cell %d (%s) decided in %.2f s: %s", index, gid, time.perf_counter() - start, decided)
         if decided.lost:
             self._stopped = f"the kernel stopped answering while cell {index}'s tests ran"
             self._kill_kernel()
-        cell.outputs = settle_outputs(cell.outputs, decided)
-        self._record(cell, kernel_passed, decided, kernel_error)
-
-    def _record(self, cell, kernel_passed, decided, kernel_error=""):
-        """What the kernel's own run of the visible tests said, and the grader's verdict (for `grade`'s notes)."""
-        self._decided[cell.metadata["nbgrader"]["grade_id"]] = {
-            "kernel": None if kernel_passed is None else ("pass" if kernel_passed else "fail"),
-            "kernel_error": kernel_error,
-            "grader": "pass" if decided.passed else "fail", "stage": decided.stage,
-            "error": decided.ename, "message": decided.message[:1000]}
+        cell.outputs = verdict_outputs(decided)
 
     def _read_secret(self) -> bytes:
         if not self.secret_file:
@@ -214,28 +160,19 @@ class GuardedExecute(Execute):
             handle.write(secrets.token_bytes(32))
         return path.read_bytes()
 
-    def _write_verdicts(self, resources):
-        meta = resources.get("nbgrader", {})
-        if not self.verdict_dir or not meta.get("student") or not meta.get("assignment"):
-            return
-        path = Path(self.verdict_dir) / str(meta["student"]) / f"{meta['assignment']}.json"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(self._decided, indent=1, sort_keys=True))
-
-    def _get_timeout(self, cell):
+    def _cell_timeout(self, cell):
         """A cell's timeout, shortened to what is left of the notebook's."""
-        timeout = super()._get_timeout(cell)
         if not hasattr(self, "_ends"):  # (outside preprocess)
-            return timeout
+            return self.timeout
         left = max(1, int(self._ends - time.monotonic()) + 1)
-        return left if timeout is None else min(timeout, left)
+        return left if not self.timeout or self.timeout < 0 else min(self.timeout, left)
 
     async def _async_handle_timeout(self, timeout, cell=None):
         """nbclient calls this when a cell has not replied in time, and interrupts the kernel. Only then is a
         CellTimeoutError that follows a kernel that ignored the interrupt. Without it, the kernel did reply and
         only the cell's closing "idle" status never came: the kernel's output socket drops what a busy grading
         process has not read yet (ZeroMQ's high-water mark), so a cell that sends thousands of messages fast
-        could lose it. That cell finished, and the notebook goes on."""
+        could lose it. That cell finished, and the notebook goes on. (nbclient has no public hook here.)"""
         self._interrupted = True
         return await super()._async_handle_timeout(timeout, cell)
 
@@ -245,5 +182,3 @@ class GuardedExecute(Execute):
                 run_sync(self.km.shutdown_kernel)(now=True)
         except Exception as exc:  # the clean-up of nbclient tries again; never lose the grades over it
             self.log.warning("Could not shut down the unresponsive kernel: %s", exc)
-
-

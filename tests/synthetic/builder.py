@@ -29,13 +29,13 @@ from nbgrader.utils import is_grade, is_locked, is_solution, is_task
 
 from autograder import course
 from autograder.ipc_kernel import IpcKernelManager
-from autograder.preprocessors.restore_imports import setup_imports
+from autograder.preprocessors.instructor_tests import setup_imports
 
 from . import payloads
 from .student_code import call_tables, pasted, wrong
 
 # What a test cell calls that makes it refuse to run after numpy/math/posenc were replaced.
-CHECKED = re.compile(r"\bchecks\.(close|equal|untampered|without)\(")
+CHECKED = re.compile(r"\bchecks\.(close|equal|without)\(")
 WITHOUT = re.compile(r"\bchecks\.without\(")
 
 
@@ -275,9 +275,8 @@ class Builder:
 
     def patched(self, student, patch: str) -> Student:
         """Correct solutions, plus a monkeypatch at the top of the first solution cell. The patch runs in the
-        student's kernel only, where the notebook's own run of the visible tests refuses it
-        (checks.untampered()); the grader decides every test in its own process from the values the
-        correct code returns: full marks, and the score table marks the disagreement for review."""
+        student's kernel only; the tests run only in the grading process, from the values the correct code
+        returns: full marks."""
         first = next(i for i, ex in enumerate(self.a.exercises) if ex.solutions)
         return self._perfect_with(student, {first: patch + "\n"}, set(self.a.test_ids()))
 

@@ -23,7 +23,7 @@ def body(function) -> str:
 
 # ---------------------------------------------------------------------------------------------------------
 # Monkeypatches of what a test might compare with, on correct code: the grader decides from values in its own
-# process, so they change nothing but the kernel's own run (full marks, and a REVIEW note).
+# process, and no test runs in the kernel, so they change nothing (full marks).
 
 def patch_allclose():
     import numpy
@@ -171,7 +171,7 @@ def rebinds_checks():
 
 
 def patches_checks():
-    """(replacing checks.untampered as well gets past this: see the instructor guide's limitations)"""
+    """(the kernel's checks replaced: no test uses them while grading)"""
     from autograder import checks as _real
     for _name in ('close', 'equal'):
         setattr(_real, _name, lambda *args, **kwargs: None)
