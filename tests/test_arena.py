@@ -422,11 +422,6 @@ def test_smooth_random_tables_have_the_asked_smoothness_and_more_offset_structur
         assert stat["low"] <= stat["mean"] <= stat["high"]
 
 
-# The committed file of the previous experiment (3 seeds, no per-window losses), which chapters 8 and 9 read until
-# `make arena` writes the current one; remove this key, and the branch below, when that file is committed.
-PREVIOUS_KEY = "bf89fc382a960ada"
-
-
 def test_committed_results_match_the_current_experiment():
     from arena import RESULTS
 
@@ -434,13 +429,6 @@ def test_committed_results_match_the_current_experiment():
     result = json.loads(RESULTS.read_text())
     config = Config()
     assert result["check"]["tolerance"] == check.TOLERANCE, "the file states other tolerances than --check uses"
-    if result["config_key"] == PREVIOUS_KEY:  # still readable the way the chapters read it
-        assert "schema" not in result and len(result["seeds"]) == 3
-        settings = {k: tuple(v) if isinstance(v, list) else v for k, v in result["config"].items()}
-        assert data.corpus(Config(**settings))["sha256"] == result["corpus"]["sha256"]  # chapter 8 rebuilds it
-        alibi, t5 = (result["summary"][name]["loss"]["256"] for name in ("alibi", "t5"))
-        assert stats.verdict(alibi, t5) in ("lower", "higher", "tie")
-        return
     assert result["config_key"] == config.key(), (
         "book/data/arena.json was produced by a different experiment configuration: re-run `make arena`")
     assert result["schema"] == 3 and result["models"] == list(config.models())
@@ -450,6 +438,11 @@ def test_committed_results_match_the_current_experiment():
     assert beats["verdict"] == "lower", f"the ceiling is not a ceiling at {long}: {beats}"
     assert result["corpus"]["sha256"] == data.corpus(config)["sha256"], "the corpus differs from the results'"
     assert len(result["seeds"]) >= 5
+    assert result["verdict_rule"] == {**result["verdict_rule"], "margin": stats.MARGIN, "z": stats.Z}
+    first = result["seeds"][str(config.seeds[0])]
+    assert all(f"rope_base{base:g}" in first for base in config.rope_sweep_bases)  # the base sweep
+    assert all("probe" in first[m] for m in config.models())  # the two controls (the learned table has no
+    assert all("truncated" in first[m] for m in config.models() if m != "learned")  # positions past L_train)
     # the work itself, independent of what else the machine ran meanwhile: the workers' CPU time spread over the
     # two cores must fit the two hours the issue allows for `make arena`
     assert result["cpu_seconds"] / result["machine"]["workers"] <= 120 * 60, "the experiment's work exceeds 2 hours"
