@@ -229,7 +229,8 @@ def test_selfstudy_navigation_leaves_out_the_instructor_guide(built_book, built_
       .filter(a => a.offsetParent !== null).map(a => a.getAttribute('href'))"""
     with watched_context(browser) as watched:
         page = watched.new_page()
-        for name in toc_chapters():
+        chapters = toc_chapters()
+        for name in (chapters[0], chapters[-1]):  # every page has the same sidebar; the last has the "next" link
             chapter = name.split("/")[-1]
             page.goto((html / selfstudy_book.FOLDER / chapter / f"{chapter}.html").as_uri(), wait_until="load")
             links = page.evaluate(visible_links)
