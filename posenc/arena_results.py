@@ -111,6 +111,17 @@ class ArenaResults:
         """The model's parameter count (the same in every seed)."""
         return int(next(iter(self.data["seeds"].values()))[model]["parameters"])
 
+    def spec(self, model: str) -> dict:
+        """How ``model`` was trained: ``{"name", "scheme", "train_len", "batch", "rope_base", "sinusoidal_base"}``
+        (the base sweep and the ceiling differ from the scheme's own model only here)."""
+        return dict(self.data["model_specs"][model])
+
+    @property
+    def tolerance(self) -> float:
+        """The loss tolerance of ``python -m arena --check`` (nats): how far a rerun on another machine may move
+        one stored loss."""
+        return float(self.data["check"]["tolerance"]["loss"])
+
     def _extensions(self, model: str) -> dict:
         return self.summary[model]["extensions"]
 

@@ -68,10 +68,26 @@ def test_the_extensions_are_the_stored_values():
                 assert runs.extension(method, int(L), scale=int(scale)).tolist() == spread["values"]
     names = runs.sampled_names()
     assert names[-1] == "dynamic_ntk" and set(names[:-1]) == set(ext["same_positions"])
-    for name in names:
-        entry = ext["dynamic_ntk"] if name == "dynamic_ntk" else ext["same_positions"][name]
-        for L, spread in entry["loss"].items():
+    for name in names[:-1]:
+        for L, spread in ext["same_positions"][name]["loss"].items():
             assert runs.sampled(name, int(L)).tolist() == spread["values"]
+    dynamic = ext["dynamic_ntk"]
+    per_factor = {1.0: dynamic} if "loss" in dynamic else {float(f): entry for f, entry in dynamic.items()}
+    if "loss" not in dynamic:  # one entry per factor (layout 3)
+        assert runs.dynamic_factors() == list(per_factor) and len(per_factor) > 1
+    for factor, entry in per_factor.items():
+        for L, spread in entry["loss"].items():
+            assert runs.sampled("dynamic_ntk", int(L), factor=factor).tolist() == spread["values"]
+
+
+def test_how_each_model_was_trained_and_the_checks_tolerance():
+    """The base sweep and the ceiling differ from the scheme's own model in their specification only."""
+    runs = ArenaResults(RAW)
+    for model in runs.models:
+        assert runs.spec(model) == RAW["model_specs"][model] and runs.spec(model) is not RAW["model_specs"][model]
+    ceiling = runs.spec("rope_ceiling")
+    assert ceiling["train_len"] * ceiling["batch"] == runs.train_len * runs.spec("rope")["batch"]
+    assert runs.tolerance == RAW["check"]["tolerance"]["loss"] > 0
 
 
 @pytest.mark.parametrize("model", RAW["models"])
