@@ -1,182 +1,298 @@
-"""What ``python -m autograder scan SUBMISSIONS`` looks for: read the code students wrote and list what looks like
-an attempt to get around the tests, for the instructor to look at (the command is autograder/commands/scan.py).
+"""What ``python -m autograder scan`` lists and ``grade`` notes (``report.reference_notes``): code that can reach
+posenc's reference around the block on it, in every code cell that is not, byte for byte, one of the released
+lesson's (a cell's metadata is the student's to edit: it decides nothing).
 
-nbgrader restores the locked cells and the tests in autograder/checks.py refuse to run when numpy's,
-math's or posenc's functions were replaced, but student code runs in the same Python process as the tests:
-code that rebinds the name ``checks``, rewrites that module, re-creates posenc's functions, or writes to
-files can still fool an in-process test. Those are rare and visible in the source, so this scan finds
-them, along with the hooks that change how later cells run (IPython's input and AST transformers, event
-callbacks, trace functions, signal handlers, threads). It reads every code cell that is not, byte for byte,
-a code cell of the released lesson (never trusting the cell's nbgrader metadata, which the student can
-edit) and reports findings, not verdicts: a use of ``posenc`` in a solution cell may be allowed by the
-exercise.
+While autograding, test cells run only in the grading process, which checks the kernel's answers with its own
+numpy and posenc: hooks, patches of numpy or of the notebook's names, exits and swallowed interrupts change no
+verdict, and files and the network are the sandbox's. What the kernel still decides is whether the reference is
+usable while the grader calls the student's code: ``checks.blocked`` swaps the code of the functions found at
+their dotted paths and refuses to import modules not loaded yet. Each reason below is a way round that. Code
+that runs between calls (a thread, a timer) is not: it sees only inputs already answered, and a hidden test
+judges the first case of every call, on inputs drawn for this submission.
+
+Uses of posenc are listed too: an answer that is a value can be computed with it, which the exercise may allow.
+Python is too dynamic for a scan to prove code harmless; it finds these constructs. A cell that does not parse
+runs nothing in the kernel either: it is read as text, for a human.
 """
 
 from __future__ import annotations
 
 import ast
 import functools
+import importlib.util
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
 
 from . import course
+from .sandbox import KERNEL_MODULES
 
-# Names the tests rely on: rebinding them in the notebook changes what the test cells call.
-TRUSTED_NAMES = {"np", "numpy", "math", "posenc", "checks", "torch", "autograder"}
-# Modules whose attributes a solution should never assign to.
-LIBRARY_ROOTS = TRUSTED_NAMES | {"sys", "builtins", "os", "importlib", "nbgrader", "scipy", "types", "inspect"}
-_GENUINE = {"np": "numpy", "numpy": "numpy", "math": "math", "posenc": "posenc", "torch": "torch",
-            "checks": "autograder.checks", "autograder": "autograder"}
-# What the scan looks for, by the way it shows in code; each finding says in words what the construct can do.
-# Modules a solution has no reason to use: flagged where they are imported and where a name reaches them.
-MODULES = {
-    "importlib": "re-imports or reloads modules (importlib)",
-    "ctypes": "uses ctypes (raw memory)",
-    "gc": "walks the garbage collector's objects",
-    "inspect": "inspects source or frames",
-    "builtins": "touches the builtins module",
-    "signal": "handles signals (signal)",
-    "subprocess": "starts programs",
-    "sqlite3": "opens an SQLite database (the gradebook?)",
-    "socket": "opens network connections",
-    "urllib": "opens network connections",
-    "requests": "opens network connections",
-    "http": "opens network connections",
-    "shutil": "copies or deletes files",
-    "threading": "starts threads (threading): code that goes on running while the tests run",
-    "_thread": "starts threads (_thread): code that goes on running while the tests run",
-    "concurrent": "runs code in a pool of threads or processes (concurrent.futures)",
-    "multiprocessing": "starts processes (multiprocessing)",
-    "asyncio": "schedules code on the kernel's event loop (asyncio): it can run between or during later cells",
-    "atexit": "registers code to run at the kernel's shutdown (atexit)",
-    "runpy": "runs a module or file as code (runpy)",
-    "marshal": "loads code objects from bytes (marshal)",
-    "pdb": "uses the debugger: it can trace every line the tests run",
-    "bdb": "uses the debugger: it can trace every line the tests run",
-    "IPython": "uses IPython's internals (IPython): they can change how every later cell runs",
-    "ipykernel": "uses the kernel's internals (ipykernel)",
-    "comm": "uses Jupyter comms (comm): the channel the grader asks the notebook's functions through",
-}
-# Members of modules, said more precisely than their module's line: `signal.signal`, `sys.modules[...]`.
-MEMBERS = {
-    "os._exit": "kills the kernel (os._exit)",
-    "sys.exit": "exits (sys.exit)",
-    "os.kill": "sends a signal to a process",
-    "os.system": "starts programs",
-    "os.popen": "starts programs",
-    "os.fork": "forks the kernel's process (os.fork)",
-    "sys.modules": "reaches modules through sys.modules",
-    "sys.meta_path": "installs an import hook (sys.meta_path): later imports can get other modules",
-    "sys.path_hooks": "installs an import hook (sys.path_hooks): later imports can get other modules",
-    "sys.path": "changes where modules are imported from (sys.path)",
-    "sys.monitoring": "installs monitoring callbacks (sys.monitoring): they see every line the tests run",
-    "sys.addaudithook": "installs an audit hook (sys.addaudithook)",
-    "sys._getframe": "walks the call stack's frames: it can reach the tests' variables",
-    "signal.signal": "installs a signal handler (signal.signal): it can swallow the timeout's interrupt",
-    "signal.setitimer": "sets a timer signal (signal.setitimer): it interrupts whatever runs later, the tests too",
-    "signal.alarm": "sets an alarm signal (signal.alarm): it interrupts whatever runs later, the tests too",
-    "signal.pthread_sigmask": "blocks signals (signal.pthread_sigmask): the timeout's interrupt may never arrive",
-    "types.FunctionType": "builds a function from a code object (types.FunctionType)",
-    "types.CodeType": "builds a code object (types.CodeType)",
-}
-# Builtins, used by their bare name (`exec(...)`, not `re.compile(...)`).
-BUILTIN_NAMES = {
-    "exec": "runs code from a string (exec)",
-    "eval": "evaluates code from a string (eval)",
-    "compile": "compiles code from a string (compile)",
-    "__import__": "imports a module by a name computed at run time (__import__)",
-    "get_ipython": "reaches the IPython shell (get_ipython()): it can change how every later cell runs, the tests too",
-    "globals": "edits the notebook's globals",
-    "setattr": "sets attributes by name",
-    "delattr": "deletes attributes by name",
-    "exit": "exits (exit)",
-    "quit": "exits (quit)",
-    "open": "opens files",
-    "reload": "reloads a module",
-    "KeyboardInterrupt": "catches KeyboardInterrupt (defeats the timeout's interrupt)",
-}
-# Attributes, whatever object they are read from: Python's object internals and the hooks of sys and IPython.
-# They are matched on the attribute itself because `get_ipython().events.register` reaches them through a
-# call, which no dotted name follows, and `ip = get_ipython()` hides where they come from.
-ATTRIBUTES = {
-    "__code__": "reads or swaps a function's code object",
-    "__globals__": "reaches into a function's globals",
-    "__builtins__": "touches the builtins",
-    "__dict__": "edits an object's attributes directly",
-    "__class__": "changes an object's class",
-    "__setattr__": "sets attributes through __setattr__",
-    "__subclasses__": "walks a class's subclasses (a way to reach any object)",
-    "f_globals": "walks the call stack's frames: it can reach the tests' variables",
-    "f_locals": "walks the call stack's frames: it can reach the tests' variables",
-    "f_back": "walks the call stack's frames: it can reach the tests' variables",
-    "settrace": "installs a trace function (settrace): it sees and can change every line the tests run",
-    "setprofile": "installs a profile function (setprofile): it sees every call the tests make",
-    "excepthook": "replaces the exception hook (excepthook): it can hide the tests' failures",
-    "displayhook": "replaces the display hook (displayhook): it decides what a cell's result shows",
-    "input_transformers_cleanup": "registers an IPython input transformer (input_transformers_cleanup): it "
-                                  "rewrites the code of every later cell, the tests too",
-    "input_transformers_post": "registers an IPython input transformer (input_transformers_post): it rewrites "
-                               "the code of every later cell, the tests too",
-    "input_transformer_manager": "reaches IPython's input transformers: they rewrite the code of every later cell",
-    "ast_transformers": "registers an IPython AST transformer (ast_transformers): it rewrites the code of every "
-                        "later cell, the tests too",
-    "set_custom_exc": "installs an IPython exception handler (set_custom_exc): it can hide the tests' failures",
-    "events.register": "registers an IPython event callback (events.register): it runs around every later cell",
-    "showtraceback": "replaces or calls IPython's traceback display (showtraceback): it can hide the tests' failures",
-    "display_pub": "reaches IPython's display publisher (display_pub): it decides what every cell shows",
-    "register_magic_function": "registers an IPython magic (register_magic_function)",
-    "register_magics": "registers IPython magics (register_magics)",
-    "extension_manager": "loads an IPython extension: its code can hook every later cell",
-    "load_extension": "loads an IPython extension: its code can hook every later cell",
-    "run_cell": "runs code through IPython (run_cell)",
-    "run_code": "runs code through IPython (run_code)",
-    "user_ns": "edits the notebook's variables through IPython (user_ns)",
-    "user_global_ns": "edits the notebook's variables through IPython (user_global_ns)",
-    "comm_manager": "reaches the kernel's comms (comm_manager): the channel the grader asks the notebook's "
-                    "functions through",
-    "get_comm_manager": "reaches the kernel's comms (get_comm_manager): the channel the grader asks the "
-                        "notebook's functions through",
-    "register_target": "registers a comm target (register_target): it can take over the grader's channel",
-    "unregister_target": "removes a comm target (unregister_target): it can take over the grader's channel",
-}
-# IPython magics: IPython turns `%load_ext x` into `get_ipython().run_line_magic('load_ext', 'x')` before the
-# cell runs, and the scan reads the cell the same way. A magic not listed is named as one.
-MAGICS = {
-    "load_ext": "loads an IPython extension (%load_ext): its code can hook every later cell",
-    "reload_ext": "loads an IPython extension (%reload_ext): its code can hook every later cell",
-    "run": "runs a file as code (%run)",
-    "writefile": "writes a file (%%writefile)",
-    "config": "changes IPython's configuration (%config)",
-    "autoreload": "reloads modules by itself (%autoreload)",
-    "aimport": "reloads modules by itself (%aimport)",
-    "reset": "deletes the notebook's variables (%reset)",
-    "env": "changes environment variables (%env)",
-    **{shell: "runs a shell command" for shell in ("bash", "sh", "script", "system", "sx", "alias")},
-}
-SHELL = "runs a shell command (!)"
-WRITES_SYS_MODULES = "writes to sys.modules: later imports of that module get the student's object"
-# Every word above, for cells that do not parse and are read as text.
-SUSPICIOUS_NAMES = {**MODULES, **MEMBERS, **BUILTIN_NAMES, **ATTRIBUTES}
-# A string holding one of these names is a way to reach it by name: getattr(sys, "settrace"), __import__("signal").
-_NAMED_IN_STRINGS = {**MODULES, **ATTRIBUTES, "modules": MEMBERS["sys.modules"],
-                     **{w: BUILTIN_NAMES[w] for w in ("exec", "eval", "compile", "__import__", "get_ipython")}}
-_DICT_WRITES = {"update", "pop", "popitem", "setdefault", "clear", "__setitem__", "__delitem__"}
+RUNS = "runs code from text, a file, a pickle or a name made at run time: a copy of posenc's source runs unblocked"
+PROCESS = "starts another process or program: posenc is not blocked there"
+IMPORTS = "changes what an import gives (sys.modules, sys.path, import hooks): posenc loads afresh, unblocked"
+FRAMES = "reaches frames, the garbage collector or raw memory: the block keeps the reference's code there"
+INTERNALS = "reaches Python's internals: code objects, a function's globals, the builtins"
+COMPUTED = "reaches attributes or names by a computed name or as a dict: the scan cannot tell which"
+AGENT = "reaches IPython, the kernel's comms or autograder: the grader's agent in the kernel applies the block"
+PATCH = "replaces part of posenc, autograder or a module the block uses: the block then swaps a stand-in"
+LOCAL = "imports a module neither in the standard library nor installed: a file beside the notebook (posenc's copy?)"
+MAGIC = "runs an IPython magic that can run code or programs"
+LATE = "defines what Python calls by itself on an answer: it runs while the agent sends the answer, after the block"
+USES_POSENC = "uses posenc in a solution cell or another cell the student changed (fine only if the exercise allows it)"
+TEXT_ONLY = "(checked by text only)"
 
 
-# Findings that are a way to reach posenc's reference around ``checks.without``: a second copy of posenc (read
-# from its files and run, imported from another path or under another module name), its blocked code objects
-# found again and put back, or code built from strings. ``grade`` puts these in the notes column for the
-# student (``report.notes_for``): the block stops a call of posenc, not a student who rebuilds it.
-AROUND_THE_REFERENCE = frozenset({
-    MODULES["importlib"], MODULES["gc"], MODULES["marshal"], MODULES["runpy"], MODULES["ctypes"],
-    MEMBERS["sys.modules"], MEMBERS["sys.path"], MEMBERS["sys.meta_path"], MEMBERS["sys.path_hooks"],
-    MEMBERS["types.FunctionType"], MEMBERS["types.CodeType"], ATTRIBUTES["__code__"], ATTRIBUTES["__globals__"],
-    BUILTIN_NAMES["exec"], BUILTIN_NAMES["eval"], BUILTIN_NAMES["compile"], BUILTIN_NAMES["__import__"],
-    BUILTIN_NAMES["open"], BUILTIN_NAMES["reload"], MAGICS["run"], MAGICS["load_ext"], WRITES_SYS_MODULES,
-})
+class _Reasons(tuple):
+    """``finding.message in AROUND_THE_REFERENCE``: whether a finding gives one of these reasons."""
+
+    def __contains__(self, message) -> bool:
+        return isinstance(message, str) and message.startswith(tuple(self))
+
+
+# What `grade` puts in the notes column: every reason but a use of posenc and what was read as text.
+AROUND_THE_REFERENCE = _Reasons((RUNS, PROCESS, IMPORTS, FRAMES, INTERNALS, COMPUTED, AGENT, PATCH, LOCAL, MAGIC, LATE))
+
+
+def _table(*pairs: tuple[str, str]) -> dict[str, str]:
+    return {word: reason for reason, words in pairs for word in words.split()}
+
+
+# Modules, by the first part of a dotted name; builtins, by their bare name; attributes, whatever they are read from.
+MODULES = _table((RUNS, "importlib imp runpy pkgutil pydoc zipimport site code codeop timeit doctest pdb bdb cProfile "
+                        "profile trace marshal pickle _pickle shelve copyreg dill cloudpickle joblib"),
+                 (PROCESS, "subprocess _posixsubprocess multiprocessing concurrent pty"),
+                 (FRAMES, "gc ctypes _ctypes cffi mmap inspect traceback"), (INTERNALS, "builtins"),
+                 (PATCH, "unittest mock"), (AGENT, "IPython ipykernel comm zmq jupyter_client autograder"))
+BUILTINS = _table((RUNS, "exec eval compile"), (COMPUTED, "vars globals locals"), (AGENT, "get_ipython"))
+ATTRIBUTES = _table(
+    (PROCESS, "system popen fork forkpty fork_exec spawn posix_spawn posix_spawnp getoutput getstatusoutput startfile "
+              "create_subprocess_exec create_subprocess_shell "
+              + " ".join(p + s for p in ("exec", "spawn") for s in ("l", "le", "lp", "lpe", "v", "ve", "vp", "vpe"))),
+    (IMPORTS, "modules meta_path path_hooks path_importer_cache"),
+    (FRAMES, "_getframe _current_frames currentframe settrace setprofile monitoring f_back f_locals f_globals "
+             "f_builtins f_code tb_frame tb_next gi_frame gi_code cr_frame ag_frame ctypeslib"),
+    (INTERNALS, "FunctionType CodeType ModuleType LambdaType"), (COMPUTED, "attrgetter methodcaller"),
+    (PATCH, "update_wrapper wraps"), (AGENT, "comm_manager get_comm_manager"))
+ORDINARY_DUNDERS = {"__name__", "__qualname__", "__doc__", "__version__", "__main__", "__future__"}  # others: INTERNALS
+# Modules whose objects the block or the agent reads while a call runs ("checks": the name lessons import it as).
+BLOCK_MODULES = {"posenc", "autograder", "checks", "sys", "builtins", "types", "inspect", "importlib", "functools",
+                 "contextlib", "IPython", "ipykernel", "comm"}
+# Types the agent's wire encodes by isinstance: a subclass's methods run while it encodes the answer (LATE).
+CARRIED = {"list", "dict", "tuple", "float", "int", "complex", "bool", "str", "range", "ndarray", "generic", "Tensor",
+           "Number", "Complex", "Real", "Rational", "Integral"}
+# What a name's binding belongs to: a function, a lambda, a comprehension.
+SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+MAGIC_CALLS = ("run_line_magic", "run_cell_magic")  # what IPython makes of `%name line` and `%%name line\nbody`
+QUIET_MAGICS = {"matplotlib", "time", "timeit", "capture", "pinfo", "pinfo2"}  # the Python they run is scanned
+SAFE_KEYWORDS = {"allow_pickle": False, "weights_only": True}  # np.load, torch.load: any other value unpickles
+
+
+@functools.lru_cache(maxsize=1)
+def block_names() -> frozenset[str]:
+    """The names the block looks up or an agent call goes through: every function, class and method that posenc
+    and the kernel's autograder modules define. Rebinding one is PATCH, on any object but one ``__init__`` makes."""
+    paths = [*(course.ROOT / "posenc").rglob("*.py"), *(course.ROOT / "autograder" / f"{m}.py" for m in KERNEL_MODULES)]
+    return frozenset(node.name for path in paths for node in ast.walk(ast.parse(path.read_text()))
+                     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)))
+
+
+@functools.lru_cache(maxsize=None)
+def _installed(top: str) -> bool:
+    """Whether a kernel imports ``top`` from the standard library or the environment, not the student's folder."""
+    if top in sys.stdlib_module_names or top in BLOCK_MODULES:
+        return True
+    try:
+        spec = importlib.util.find_spec(top)  # (a top-level name: nothing runs)
+    except (ImportError, ValueError):
+        return False
+    where = spec and (spec.origin or next(iter(spec.submodule_search_locations or ()), None))
+    roots = [Path(prefix).resolve() for prefix in (sys.prefix, sys.base_prefix)]
+    return bool(where) and any(Path(where).resolve().is_relative_to(root) for root in roots)
+
+
+def _dunder(name: str) -> bool:
+    return len(name) > 4 and name.startswith("__") and name.endswith("__") and name not in ORDINARY_DUNDERS
+
+
+def _word(word: str) -> str | None:
+    """The reason a listed word gives, wherever it stands."""
+    return MODULES.get(word) or BUILTINS.get(word) or ATTRIBUTES.get(word) or (INTERNALS if _dunder(word) else None)
+
+
+def _words(source: str) -> set[tuple[int, str]]:
+    """Each listed word, use of posenc, magic and shell line in code read as text."""
+    found = set()
+    for number, text in enumerate(source.splitlines(), start=1):
+        found |= {(number, f"{_word(w) or USES_POSENC} ({w})") for w in set(re.findall(r"\w+", text))
+                  if _word(w) or w == "posenc"}
+        found |= {(number, f"{MAGIC} ({text.strip()[0]})")} if re.match(r"\s*[%!]", text) else set()
+    return found
+
+
+def _as_python(source: str) -> tuple[str, set[int]]:
+    """The cell as IPython runs it (magics become calls on get_ipython()), and the lines IPython rewrote, where a
+    get_ipython() is IPython's (unless the line had one already)."""
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    try:
+        code = TransformerManager().transform_cell(source)
+    except Exception:  # a cell IPython cannot tokenize: read as plain Python
+        return source, set()
+    before = source.splitlines() + [""] * len(code.splitlines())
+    return code, {n for n, (was, now) in enumerate(zip(before, code.splitlines()), 1)
+                  if was != now and "get_ipython" not in was}
+
+
+def scan_source(source: str, solution_cell: bool = True, depth: int = 0) -> list[tuple[int, str]]:
+    """(line, message) for each finding in one cell's code (``depth`` 1: the code a magic runs). Never raises: a
+    cell that does not parse, or is nested too deeply for Python's parser, is read as text."""
+    code, rewritten = _as_python(source)
+    try:
+        tree = ast.parse(code)
+        return sorted(set(_Cell(tree, rewritten, solution_cell, depth).findings()))
+    except SyntaxError as exc:
+        why, line = "does not parse as Python", exc.lineno or 1
+    except (RecursionError, MemoryError, ValueError):
+        why, line = "is nested too deeply (or too large) to parse", 1
+    return sorted({(line, f"{why} {TEXT_ONLY}")} | {(n, f"{TEXT_ONLY} {m}") for n, m in _words(source)})
+
+
+class _Cell:
+    """One parsed cell: what its names stand for, and a check for each kind of node (named after it)."""
+
+    def __init__(self, tree, rewritten: set[int], solution_cell: bool, depth: int):
+        self.rewritten, self.solution_cell, self.depth = rewritten, solution_cell, depth
+        self.nodes = nodes = list(ast.walk(tree))
+        self.parent = {child: node for node in nodes for child in ast.iter_child_nodes(node)}
+        imports = [(node, a) for node in nodes if isinstance(node, (ast.Import, ast.ImportFrom)) for a in node.names]
+        self.imported = {a.asname or a.name.split(".")[0]: f"{node.module}.{a.name}" if isinstance(node, ast.ImportFrom)
+                         else a.name if a.asname else a.name.split(".")[0] for node, a in imports}
+        bound = [n.id for n in nodes if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)]
+        bound += [n.arg for n in nodes if isinstance(n, ast.arg)]
+        bound += [n.name for n in nodes if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+        self.local = set(bound) - set(self.imported)  # a variable `code` is not the module code
+
+    def findings(self):
+        for node in self.nodes:
+            for message in getattr(self, type(node).__name__, lambda node: ())(node):
+                yield getattr(node, "lineno", 1), message
+
+    def module_of(self, node) -> str:
+        """The module a name stands for (its import, else itself); "" for what is not a name."""
+        return self.imported.get(node.id, node.id).split(".")[0] if isinstance(node, ast.Name) else ""
+
+    def is_call_of(self, node) -> bool:
+        up = self.parent.get(node)
+        return isinstance(up, ast.Call) and up.func is node
+
+    def making(self, node, root) -> bool:
+        """Whether ``root`` is the object a method ``__init__`` is making, where ``node`` stands (its first
+        parameter, never rebound: a class's instances are the only objects Python hands it)."""
+        while node in self.parent and not isinstance(node, SCOPES):
+            node = self.parent[node]
+        return (getattr(node, "name", "") == "__init__" and isinstance(self.parent.get(node), ast.ClassDef)
+                and isinstance(root, ast.Name) and [a.arg for a in node.args.args][:1] == [root.id]
+                and not any(isinstance(n, ast.Name) and n.id == root.id and not isinstance(n.ctx, ast.Load)
+                            for n in ast.walk(node)))
+
+    def replaces(self, node, target, name: str):
+        """PATCH where ``target.name`` is rebound: on a module the block uses, on what is not a plain name, or a name
+        the block looks up, anywhere but on the object an ``__init__`` is making."""
+        root = target
+        while isinstance(root, (ast.Attribute, ast.Subscript)):
+            root = root.value
+        if self.module_of(root) in BLOCK_MODULES or not isinstance(root, ast.Name) or (
+                name in block_names() and not self.making(node, root)):
+            yield f"{PATCH} ({name} = ...)"
+
+    def Import(self, node):
+        for a in node.names:
+            parts = (a.name if isinstance(node, ast.Import) else f"{node.module or ''}.{a.name}").strip(".").split(".")
+            yield from (f"{_word(p)} ({p})" for p in parts if (_word(p) if p != parts[0] else MODULES.get(p)))
+            yield from [f"{IMPORTS} (sys.path)"] * (parts[:2] == ["sys", "path"])
+            yield from [f"{LOCAL} ({'.'.join(parts)})"] * bool(getattr(node, "level", 0) or not _installed(parts[0]))
+            yield from [USES_POSENC] * (parts[0] == "posenc" and self.solution_cell)
+
+    ImportFrom = Import
+
+    def Name(self, node):
+        up, name = self.parent.get(node), node.id
+        if _dunder(name):
+            yield f"{INTERNALS} ({name})"
+        if name == "posenc" and isinstance(node.ctx, ast.Load) and self.solution_cell:
+            yield USES_POSENC
+        if name in self.local:
+            return
+        if self.module_of(node) in MODULES:
+            yield f"{MODULES[self.module_of(node)]} ({name})"
+        if name in BUILTINS and not (name == "get_ipython" and node.lineno in self.rewritten):
+            yield f"{BUILTINS[name]} ({name})"
+        if name in ("getattr", "setattr", "delattr"):
+            literal = self.is_call_of(node) and len(up.args) >= 2 and isinstance(up.args[1], ast.Constant) \
+                and isinstance(up.args[1].value, str)
+            yield from [f"{COMPUTED} ({name})"] * (not literal)
+            yield from self.replaces(up, up.args[0], up.args[1].value) if literal and name != "getattr" else ()
+        if (self.module_of(node) in BLOCK_MODULES and isinstance(node.ctx, ast.Load)
+                and not isinstance(up, ast.Attribute) and not self.is_call_of(node)):
+            yield f"{PATCH} ({name} handed on as a value)"
+
+    def Attribute(self, node):
+        if node.attr in ATTRIBUTES and not (node.attr == "modules" and self.is_call_of(node)):  # (torch's .modules())
+            yield f"{ATTRIBUTES[node.attr]} ({node.attr})"
+        on_super = isinstance(node.value, ast.Call) and getattr(node.value.func, "id", "") == "super" and \
+            not node.value.args  # (super(A, B).__init__ is any class's, for any object)
+        if _dunder(node.attr) and not (node.attr == "__init__" and on_super):
+            yield f"{INTERNALS} ({node.attr})"
+        inner = getattr(node.value, "id", getattr(node.value, "attr", ""))
+        if node.attr == "path" and self.imported.get(inner, inner).split(".")[-1] == "sys":
+            yield f"{IMPORTS} (sys.path)"
+        if not isinstance(node.ctx, ast.Load):
+            yield from self.replaces(node, node, node.attr)
+
+    def Constant(self, node):
+        magic = getattr(getattr(self.parent.get(node), "func", None), "attr", "") in MAGIC_CALLS
+        if not isinstance(node.value, str) or magic:  # (what a magic is given is scanned as code)
+            return
+        words = re.split(r"[.:/]+", node.value) if re.fullmatch(r"[\w.:/]+", node.value) else []
+        yield from (f"{_word(w)} (named in a string: {node.value[:60]!r})" for w in words if _word(w))
+        yield from [f"{FRAMES} (/proc/)"] * ("/proc/" in node.value)
+
+    def keyword(self, node):
+        if node.arg in SAFE_KEYWORDS and getattr(node.value, "value", None) is not SAFE_KEYWORDS[node.arg]:
+            yield f"{RUNS} ({node.arg}=...)"
+
+    def ClassDef(self, node):
+        bases = [getattr(b, "attr", getattr(b, "id", "")) for b in node.bases]
+        yield from (f"{LATE} (a subclass of {b})" for b in bases if b in CARRIED)
+
+    def FunctionDef(self, node):
+        if isinstance(self.parent.get(node), ast.ClassDef) and _dunder(node.name) and node.name not in (
+                "__init__", "__post_init__"):
+            yield f"{LATE} ({node.name})"
+
+    AsyncFunctionDef = FunctionDef
+
+    def Call(self, node):
+        """A magic (``%run``, ``%%bash``), and the code it is given, scanned as the magic's lines."""
+        texts = [a.value if isinstance(a, ast.Constant) and isinstance(a.value, str) else "" for a in node.args]
+        if getattr(node.func, "attr", "") not in MAGIC_CALLS or not texts or not texts[0]:
+            return
+        if texts[0] not in QUIET_MAGICS or self.depth:  # (a magic in a magic's code: no honest cell has one)
+            yield f"{MAGIC} (%{texts[0] if texts[0].isidentifier() else repr(texts[0][:60])})"
+        for text in texts[1:3]:  # the magic's line, a cell magic's body (`%timeit -n1 code` parses as text only)
+            found = [(1, TEXT_ONLY)] if self.depth else scan_source(text, self.solution_cell, depth=1)
+            yield from (m for _, m in (_words(text) if any(TEXT_ONLY in m for _, m in found) else found))
+
+
+def _lesson_sources(assignment: str) -> set[str]:
+    """The source of every code cell of the released lesson, as handed out."""
+    path = course.lesson_notebook(assignment)
+    if not path.exists():
+        return set()
+    return {cell.source for cell in nbformat.read(path, as_version=4).cells if cell.cell_type == "code"}
 
 
 @dataclass
@@ -188,260 +304,6 @@ class Finding:
     message: str
 
 
-def _dotted(node) -> str | None:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    if isinstance(node, ast.Subscript):
-        inner = _dotted(node.value)
-        return None if inner is None else inner + "[...]" + ("." + ".".join(reversed(parts)) if parts else "")
-    return None
-
-
-def _root(dotted: str) -> str:
-    return re.split(r"[.\[]", dotted, maxsplit=1)[0]
-
-
-@functools.lru_cache(maxsize=1)
-def _ipython_transformer():
-    from IPython.core.inputtransformer2 import TransformerManager
-
-    return TransformerManager()
-
-
-def _as_python(source: str) -> tuple[str, set[int]]:
-    """The cell as IPython runs it (magics and `!` lines become calls on get_ipython()), and the lines that
-    IPython rewrote: there, a get_ipython() is IPython's doing, not the student's."""
-    try:
-        code = _ipython_transformer().transform_cell(source)
-    except Exception:  # no IPython, or a cell it cannot tokenize: read the cell as plain Python
-        return source, set()
-    before = source.splitlines()
-    before += [""] * (len(code.splitlines()) - len(before))
-    rewritten = {number for number, (was, now) in enumerate(zip(before, code.splitlines()), start=1)
-                 if was != now and "get_ipython" not in was}
-    return code, rewritten
-
-
-def _scan_text(source: str, line: int, why: str) -> list[tuple[int, str]]:
-    """Findings for a cell that cannot be read as Python: the reason, then every listed word it contains."""
-    found = [(line, f"{why} (checked by text only)")]
-    for word, message in SUSPICIOUS_NAMES.items():
-        if re.search(r"\b" + re.escape(word) + r"\b", source) and (1, message) not in found:
-            found.append((1, message))
-    if re.search(r"^\s*[%!]", source, re.MULTILINE):
-        found.append((1, "uses IPython magics or shell commands"))
-    return sorted(found)
-
-
-def scan_source(source: str, solution_cell: bool) -> list[tuple[int, str]]:
-    """(line, message) for each suspicious construct in one cell's code. Never raises: a cell that does not
-    parse, or is nested too deeply for Python's parser, is read as text."""
-    code, rewritten = _as_python(source)
-    try:
-        tree = ast.parse(code)
-    except SyntaxError as exc:
-        return _scan_text(source, exc.lineno or 1, "does not parse as Python")
-    except (RecursionError, MemoryError, ValueError):
-        return _scan_text(source, 1, "is nested too deeply (or too large) to parse")
-    try:
-        return _scan_tree(tree, solution_cell, rewritten)
-    except RecursionError:
-        return _scan_text(source, 1, "is nested too deeply to analyse")
-
-
-def _aliases(tree) -> dict[str, str]:
-    """Local name -> the module or module member it stands for, from the cell's imports
-    (`import signal as s`: s -> signal; `from os import _exit as leave`: leave -> os._exit)."""
-    names = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.asname:
-                    names[alias.asname] = alias.name
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            for alias in node.names:
-                names[alias.asname or alias.name] = f"{node.module}.{alias.name}"
-    return names
-
-
-def _canonical(name: str, aliases: dict[str, str]) -> str:
-    root = _root(name)
-    return aliases[root] + name[len(root):] if root in aliases else name
-
-
-def _named(name: str, table: dict[str, str]) -> list[str]:
-    """The messages of the table's dotted words that name is, or is a part of (`sys.modules[...]`)."""
-    return [message for word, message in table.items()
-            if name == word or name.startswith((word + ".", word + "["))]
-
-
-def _attribute_hits(node: ast.Attribute) -> list[str]:
-    """The messages of ATTRIBUTES this attribute access is, whatever it is read from."""
-    chain, inner = [node.attr], node.value
-    while isinstance(inner, ast.Attribute):
-        chain.insert(0, inner.attr)
-        inner = inner.value
-    return [message for word, message in ATTRIBUTES.items()
-            if chain[-len(word.split(".")):] == word.split(".")]
-
-
-def _scan_tree(tree, solution_cell: bool, rewritten: set[int]) -> list[tuple[int, str]]:
-    found = []
-
-    def add(node, message):
-        item = (getattr(node, "lineno", 1), message)
-        if item not in found:
-            found.append(item)
-
-    # Other names for the libraries: `from autograder import checks as c`, `import numpy.testing as npt`.
-    roots = set(LIBRARY_ROOTS)
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            for alias in node.names:
-                module = alias.name if isinstance(node, ast.Import) else f"{node.module or ''}.{alias.name}"
-                if alias.asname and module.split(".")[0] in LIBRARY_ROOTS:
-                    roots.add(alias.asname)
-    aliases = _aliases(tree)
-    # A variable the cell binds itself (`signal = np.sin(x)`) is not the module of that name.
-    local = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-    local |= {n.arg for n in ast.walk(tree) if isinstance(n, ast.arg)}
-    local -= {alias.asname or alias.name.split(".")[0] for n in ast.walk(tree)
-              if isinstance(n, (ast.Import, ast.ImportFrom)) for alias in n.names}
-    # A dotted name is judged whole, once: `signal.signal` is a signal handler, not also "signal" alone.
-    inner = {id(parent.value) for parent in ast.walk(tree) if isinstance(parent, (ast.Attribute, ast.Subscript))}
-
-    for node in ast.walk(tree):
-        # Assignments to attributes of library modules: numpy.allclose = ..., checks.close = ...
-        targets = []
-        if isinstance(node, ast.Assign):
-            targets = list(node.targets)
-        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
-            targets = [node.target]
-        elif isinstance(node, ast.Delete):
-            targets = list(node.targets)
-        while targets:
-            t = targets.pop()
-            if isinstance(t, (ast.Tuple, ast.List)):
-                targets += t.elts
-            elif isinstance(t, ast.Starred):
-                targets.append(t.value)
-            elif isinstance(t, (ast.Attribute, ast.Subscript)):
-                name = _dotted(t)
-                if name and _root(name) in roots:
-                    add(node, f"assigns to {name}: replaces part of a library the tests rely on")
-                if name and _canonical(name, aliases).startswith("sys.modules["):
-                    add(node, WRITES_SYS_MODULES)
-        # sys.modules.update(...), sys.modules.pop(...), sys.modules.__setitem__(...)
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _DICT_WRITES
-                and _canonical(_dotted(node.func.value) or "", aliases) == "sys.modules"):
-            add(node, WRITES_SYS_MODULES)
-        # Rebinding a trusted name: posenc = ..., for np in ..., def checks(): ..., import x as np
-        bound = []
-        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
-            bound.append(node.id)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            bound.append(node.name)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            for alias in node.names:
-                as_name = alias.asname or alias.name.split(".")[0]
-                real = alias.name if isinstance(node, ast.Import) else f"{node.module}.{alias.name}"
-                if isinstance(node, ast.Import) and alias.asname is None:
-                    real = alias.name.split(".")[0]  # `import numpy.testing` binds numpy itself
-                if as_name in TRUSTED_NAMES and real != _GENUINE[as_name]:
-                    add(node, f"imports {real} under the name {as_name}, which the test cells use")
-        for name in bound:
-            if name in TRUSTED_NAMES:
-                add(node, f"rebinds the name {name}, which the test cells use")
-        # Names worth a look: a module, one of its members, a builtin, an attribute of any object.
-        if isinstance(node, (ast.Name, ast.Attribute, ast.Subscript)) and id(node) not in inner:
-            for message in _name_hits(node, aliases, local):
-                add(node, message)
-        if isinstance(node, ast.Name) and _builtin_hit(node, rewritten):
-            add(node, _builtin_hit(node, rewritten))
-        if isinstance(node, ast.Attribute):
-            for message in _attribute_hits(node):
-                add(node, message)
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in _NAMED_IN_STRINGS:
-            add(node, f"{_NAMED_IN_STRINGS[node.value]} (named in a string: {node.value!r})")
-        if isinstance(node, ast.Call):
-            for message in _ipython_call(node):
-                add(node, message)
-        if isinstance(node, ast.ExceptHandler) and node.type is None:
-            add(node, "catches every exception, KeyboardInterrupt too (defeats the timeout's interrupt)")
-        elif isinstance(node, ast.ExceptHandler):  # `except (BaseException, ValueError)` too
-            caught = {_dotted(n) or "" for n in ast.walk(node.type)}
-            if any("KeyboardInterrupt" in name or "BaseException" in name for name in caught):
-                add(node, "catches KeyboardInterrupt (defeats the timeout's interrupt)")
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            for message in _import_hits(node):
-                add(node, message)
-        if solution_cell and isinstance(node, ast.Name) and node.id == "posenc" and isinstance(node.ctx, ast.Load):
-            add(node, "uses posenc in a solution cell or another cell the student changed "
-                      "(fine only if the exercise allows it)")
-    return sorted(found)
-
-
-def _name_hits(node, aliases: dict[str, str], local: set[str]) -> list[str]:
-    """What a whole dotted name (`signal.signal`, `sys.modules[...]`, `threading.Thread`) is, in words."""
-    name = _dotted(node)
-    if not name:
-        return []
-    full = _canonical(name, aliases)
-    hits = _named(full, MEMBERS)
-    if not hits and _root(full) in MODULES and _root(name) not in local:
-        hits.append(MODULES[_root(full)])
-    return hits
-
-
-def _builtin_hit(node: ast.Name, rewritten: set[int]) -> str | None:
-    """What a builtin used by its bare name is (`exec`, also in `exec.__call__(...)`), in words."""
-    if node.id not in BUILTIN_NAMES or (node.id == "get_ipython" and node.lineno in rewritten):
-        return None  # a get_ipython() that IPython wrote for a %magic is reported as that magic
-    return BUILTIN_NAMES[node.id]
-
-
-def _import_hits(node) -> list[str]:
-    """What an import brings in, in words: a listed module, member, builtin or hook."""
-    hits = []
-    for alias in node.names:
-        module = alias.name if isinstance(node, ast.Import) else (node.module or "")
-        full = f"{module}.{alias.name}" if isinstance(node, ast.ImportFrom) else module
-        hits += _named(full, MEMBERS) or ([MODULES[_root(module)]] if _root(module) in MODULES else [])
-        if isinstance(node, ast.ImportFrom):
-            hits += [table[alias.name] for table in (BUILTIN_NAMES, ATTRIBUTES) if alias.name in table]
-    return hits
-
-
-def _ipython_call(node: ast.Call) -> list[str]:
-    """What a magic (`%load_ext`, `%%writefile`) or a shell line (`!ls`) does, read from the call IPython
-    turns it into."""
-    func = node.func
-    if not isinstance(func, ast.Attribute):
-        return []
-    if func.attr in ("run_line_magic", "run_cell_magic") and node.args and isinstance(node.args[0], ast.Constant):
-        magic = str(node.args[0].value)
-        shown = magic if magic.isprintable() else repr(magic)
-        return [MAGICS.get(magic, f"runs the IPython magic %{shown}")]
-    if (func.attr in ("system", "getoutput") and isinstance(func.value, ast.Call)
-            and isinstance(func.value.func, ast.Name) and func.value.func.id == "get_ipython"):
-        return [SHELL]
-    return []
-
-
-def _lesson_sources(assignment: str) -> set[str]:
-    """The source of every code cell of the released lesson, as handed out."""
-    path = course.lesson_notebook(assignment)
-    if not path.exists():
-        return set()
-    nb = nbformat.read(path, as_version=4)
-    return {cell.source for cell in nb.cells if cell.cell_type == "code"}
-
-
 def _cell_label(index: int, cell) -> str:
     """Where a finding is: the cell's position, and the grade_id the student's copy claims for it."""
     grade_id = str(course.grade_id(cell) or "")
@@ -450,18 +312,9 @@ def _cell_label(index: int, cell) -> str:
 
 def scan_notebook(path: Path, student: str, assignment: str) -> list[Finding]:
     """Findings in every code cell of a handed-in notebook that is not, byte for byte, a code cell of the
-    released lesson.
-
-    Which cells are read is decided by their source alone: the nbgrader metadata (grade_id, locked,
-    solution) and the cell ids are the student's to edit, so a cell relabelled as a locked test or stripped
-    of its metadata is read like any other."""
-    nb = nbformat.read(path, as_version=4)
+    released lesson: which cells are read depends on their source alone, never on their metadata or ids."""
     lesson = _lesson_sources(assignment)
-    findings = []
-    for index, cell in enumerate(nb.cells):
-        if cell.cell_type != "code" or cell.source in lesson:
-            continue  # not run, or the lesson's own code
-        where = _cell_label(index, cell)
-        for line, message in scan_source(cell.source, solution_cell=True):
-            findings.append(Finding(student, assignment, where, line, message))
-    return findings
+    return [Finding(student, assignment, _cell_label(index, cell), line, message)
+            for index, cell in enumerate(nbformat.read(path, as_version=4).cells)
+            if cell.cell_type == "code" and cell.source not in lesson
+            for line, message in scan_source(cell.source, solution_cell=True)]

@@ -213,40 +213,225 @@ def test_score_table_layout():
 
 
 # ---------------------------------------------------------------------------------------------------------
-# The scan.
+# The scan (autograder/scan.py): every way round the block on posenc's reference it must find, and what it
+# must not (what changes no verdict now that no test runs in the kernel). Which cells it reads: test_submission_files.
+
+S = scan
+WAYS_AROUND = [
+    # a second copy of posenc's code, run from its text, a pickle or a name made at run time
+    ("exec(open(posenc.attention.__file__).read(), namespace)", S.RUNS),
+    ("code = compile(source, 'copy', 'exec')", S.RUNS),
+    ("eval(text)", S.RUNS),
+    ("import importlib\nimportlib.reload(posenc.attention)", S.RUNS),
+    ("from importlib import reload\nreload(posenc.attention)", S.RUNS),
+    ("import importlib.util\nspec = importlib.util.spec_from_file_location('copy', path)", S.RUNS),
+    ("import runpy\nrunpy.run_path(path)", S.RUNS),
+    ("import pkgutil\nsoftmax = pkgutil.resolve_name(name)", S.RUNS),
+    ("import pydoc\nmodule = pydoc.locate(name)", S.RUNS),
+    ("import pickle\nfunction = pickle.loads(blob)", S.RUNS),
+    ("import marshal\ncode = marshal.loads(blob)", S.RUNS),
+    ("import timeit\ntimeit.timeit(statement, number=1)", S.RUNS),
+    ("import code\ncode.InteractiveInterpreter(namespace).runsource(text)", S.RUNS),
+    ("import doctest\ndoctest.run_docstring_examples(holder, namespace)", S.RUNS),
+    ("import cProfile\ncProfile.run(text)", S.RUNS),
+    ("import site\nsite.addsitedir(folder)", S.RUNS),
+    ("array = np.load(buffer, allow_pickle=True)", S.RUNS),
+    ("state = torch.load(buffer, weights_only=False)", S.RUNS),
+    ("import logging.config\nlogging.config.dictConfig({'()': 'importlib.import_module', 'name': n})", S.RUNS),
+    # another process, where nothing is blocked
+    ("import subprocess\nsubprocess.run([sys.executable, '-c', text])", S.PROCESS),
+    ("import os\nos.system('python copy.py')", S.PROCESS),
+    ("import os\npipe = os.popen('python copy.py')", S.PROCESS),
+    ("import os\npid = os.fork()", S.PROCESS),
+    ("from os import execv", S.PROCESS),
+    ("import os\nos.posix_spawn(sys.executable, argv, {})", S.PROCESS),
+    ("import multiprocessing\npool = multiprocessing.Pool(1)", S.PROCESS),
+    ("from concurrent.futures import ProcessPoolExecutor", S.PROCESS),
+    ("import pty\npty.spawn(argv)", S.PROCESS),
+    ("import asyncio\nasyncio.run(asyncio.create_subprocess_exec(*argv))", S.PROCESS),
+    ("torch.multiprocessing.spawn(worker)", S.PROCESS),
+    ("!python -c 'import posenc'", S.PROCESS),
+    ("out = !python copy.py", S.PROCESS),
+    # a fresh import of posenc, or the block's refusal to import taken away
+    ("import sys\nsys.modules.pop('posenc.attention')", S.IMPORTS),
+    ("import sys\ndel sys.modules['posenc.attention']", S.IMPORTS),
+    ("import sys as s\ns.modules.clear()", S.IMPORTS),
+    ("from sys import modules", S.IMPORTS),
+    ("import os\nos.sys.modules.clear()", S.IMPORTS),
+    ("import sys\nsys.meta_path.pop(0)", S.IMPORTS),
+    ("import sys\nsys.meta_path[:] = []", S.IMPORTS),
+    ("import sys\nsys.path.insert(0, posenc_folder)", S.IMPORTS),
+    ("from sys import path\npath.insert(0, posenc_folder)", S.IMPORTS),
+    ("import os\nos.sys.path.append(posenc_folder)", S.IMPORTS),
+    ("import sys\nsys.path_hooks.append(hook)", S.IMPORTS),
+    ("import sys\nsys.path_importer_cache.clear()", S.IMPORTS),
+    # the code the block saved: frames, the garbage collector, raw memory
+    ("import gc\nfor thing in gc.get_objects():\n    pass", S.FRAMES),
+    ("from gc import get_referrers", S.FRAMES),
+    ("import sys\nnames = sys._getframe(2).f_locals", S.FRAMES),
+    ("import inspect\nframe = inspect.currentframe().f_back", S.FRAMES),
+    ("import inspect\nstack = inspect.stack()", S.FRAMES),
+    ("import traceback\nframes = list(traceback.walk_stack(None))", S.FRAMES),
+    ("import sys\nframe = sys.exc_info()[2].tb_frame", S.FRAMES),
+    ("state = generator.gi_frame.f_locals", S.FRAMES),
+    ("import sys\nsys.settrace(tracer)", S.FRAMES),
+    ("import threading\nthreading.settrace(tracer)", S.FRAMES),
+    ("import sys\nsys.setprofile(profiler)", S.FRAMES),
+    ("import logging\nframe = logging.currentframe()", S.FRAMES),
+    ("import ctypes\nfunction = ctypes.cast(address, ctypes.py_object).value", S.FRAMES),
+    ("memory = np.ctypeslib.as_array(pointer, shape)", S.FRAMES),
+    ("memory = open('/proc/self/mem', 'r+b')", S.FRAMES),
+    ("import mmap", S.FRAMES),
+    # Python's internals: code objects, globals, the builtins
+    ("saved = posenc.attention.__code__", S.INTERNALS),
+    ("names = softmax.__globals__", S.INTERNALS),
+    ("inner = softmax.__closure__[0].cell_contents", S.INTERNALS),
+    ("original = softmax.__wrapped__", S.INTERNALS),
+    ("import types\nfunction = types.FunctionType(code, namespace)", S.INTERNALS),
+    ("from types import CodeType", S.INTERNALS),
+    ("__builtins__['exec'](text)", S.INTERNALS),
+    ("import builtins\nbuiltins.exec(text)", S.INTERNALS),
+    ("run = print.__self__.exec", S.INTERNALS),
+    ("classes = ().__class__.__base__.__subclasses__()", S.INTERNALS),
+    ("code = softmax.__getattribute__('__code__')", S.INTERNALS),
+    ("loader = posenc.attention.__spec__.loader", S.INTERNALS),
+    ("module = __import__('posenc.attention')", S.INTERNALS),
+    ("code = getattr(softmax, '__code__')", S.INTERNALS),
+    ("init = super(Base, Subclass).__init__", S.INTERNALS),  # (any class's __init__, called on any object)
+    # a name the scan cannot read: computed, or a namespace as a dict
+    ("code = getattr(softmax, '__co' + 'de__')", S.COMPUTED),
+    ("value = getattr(module, name)", S.COMPUTED),
+    ("import functools\nsoftmax = functools.reduce(getattr, path, root)", S.COMPUTED),
+    ("names = vars(posenc.attention)", S.COMPUTED),
+    ("run = globals()['__builtins__'].exec", S.COMPUTED),
+    ("import operator\ncode = operator.attrgetter(name)(softmax)", S.COMPUTED),
+    ("setattr(module, name, decoy)", S.COMPUTED),
+    # the grader's agent, which applies the block in the kernel
+    ("kernel = get_ipython().kernel", S.AGENT),
+    ("import IPython\nshell = IPython.get_ipython()", S.AGENT),
+    ("from comm import get_comm_manager", S.AGENT),
+    ("manager = shell.kernel.comm_manager", S.AGENT),
+    ("import autograder.agent", S.AGENT),
+    ("from autograder import checks as c", S.AGENT),
+    ("import sys\nagent = sys.modules['autograder.agent']", S.AGENT),
+    ("import ipykernel", S.AGENT),
+    # a stand-in where the block looks, or the block's own code replaced
+    ("checks.blocked = lambda *paths: contextlib.nullcontext()", S.PATCH),
+    ("posenc.attention.softmax = decoy", S.PATCH),
+    ("del posenc.attention.softmax", S.PATCH),
+    ("import posenc.attention as module\nmodule.softmax = decoy", S.PATCH),
+    ("module = posenc.attention\nmodule.softmax = decoy", S.PATCH),
+    ("setattr(posenc.attention, 'softmax', decoy)", S.PATCH),
+    ("def put(target, value):\n    target.softmax = value", S.PATCH),
+    ("class Setter:\n    def put(self, value):\n        self.softmax = value\nSetter.put(posenc.attention, decoy)",
+     S.PATCH),
+    ("class Setter:\n    def __init__(self, value):\n        self = posenc.attention\n        self.softmax = value",
+     S.PATCH),  # (on the object __init__ makes, a name posenc defines is fine: not on another one)
+    ("class Setter:\n    def __init__(self, value):\n        [setattr(self, 'softmax', value) for self in [module]]",
+     S.PATCH),
+    ("class Setter:\n    def __init__(self, value):\n        self.put = lambda self: setattr(self, 'softmax', value)",
+     S.PATCH),
+    ("type(layer).forward = decoy", S.PATCH),
+    ("cls = type(layer)\ncls.forward = decoy", S.PATCH),
+    ("posenc.LearnedPositionalEmbedding.forward = decoy", S.PATCH),
+    ("import sys\nsys.modules['posenc.attention'].softmax = decoy", S.PATCH),
+    ("import inspect\ninspect.isclass = lambda thing: True", S.PATCH),
+    ("import types\ntypes.FunctionType = object", S.PATCH),
+    ("import functools\nfunctools.reduce = fake", S.PATCH),
+    ("import builtins\nbuiltins.isinstance = fake", S.PATCH),
+    ("import contextlib\ncontextlib.contextmanager = fake", S.PATCH),
+    ("def swap(module):\n    module.reduce = fake\nswap(functools)", S.PATCH),
+    ("alias = posenc", S.PATCH),
+    ("import autograder.wire\nautograder.wire.loads = fake", S.PATCH),
+    ("import functools\nfunctools.update_wrapper(posenc.attention, holder)", S.PATCH),
+    ("from unittest import mock\nmock.patch.object(posenc.attention, 'softmax', decoy).start()", S.PATCH),
+    # posenc's code handed in beside the notebook, or written there
+    ("import posenc_copy", S.LOCAL),
+    ("from my_attention import softmax", S.LOCAL),
+    ("from . import helper", S.LOCAL),
+    # magics that run code or programs, and code run through a magic
+    ("%run copy.py", S.MAGIC),
+    ("%load_ext my_extension", S.MAGIC),
+    ("%autoreload 2", S.MAGIC),
+    ("%%writefile copy.py\nsoftmax = None", S.MAGIC),
+    ("%%bash\npython copy.py", S.MAGIC),
+    ("%%script python\nimport posenc", S.MAGIC),
+    ("%pip install posenc-copy", S.MAGIC),
+    ("%time exec(text)", S.RUNS),
+    ("%timeit -n1 -r1 exec(text)", S.RUNS),
+    ("%%capture\nimport gc", S.FRAMES),
+    # code the agent runs after the block ends, as it sends the answer
+    ("class Late(float):\n    def __float__(self):\n        return float(posenc.softmax(x)[0])", S.LATE),
+    ("class Lazy(list):\n    pass", S.LATE),
+    ("class Answer(dict):\n    def items(self):\n        return [('a', posenc.softmax(x))]", S.LATE),
+    ("class Cells(np.ndarray):\n    pass", S.LATE),
+    ("class Values(torch.Tensor):\n    pass", S.LATE),
+    ("class Number(numbers.Real):\n    pass", S.LATE),
+    ("class Shout(ValueError):\n    def __str__(self):\n        return str(posenc.softmax(x))", S.LATE),
+    ("class Fake:\n    def __array__(self, dtype=None):\n        return posenc.softmax(x)", S.LATE),
+]
+
+
+@pytest.mark.parametrize("code, reason", WAYS_AROUND, ids=[f"{i}-{c.splitlines()[-1][:40]}" for i, (c, _) in
+                                                         enumerate(WAYS_AROUND)])
+def test_scan_finds_each_way_around_the_block(code, reason):
+    """Each is read as code (not text), gives its reason, and goes in the notes column (AROUND_THE_REFERENCE)."""
+    found = [message for _, message in scan.scan_source(code, solution_cell=True)]
+    assert any(message.startswith(reason) for message in found), found
+    assert all(scan.TEXT_ONLY not in message for message in found), found
+    assert any(message in scan.AROUND_THE_REFERENCE for message in found), found
+
+
+NO_VERDICT = [  # no test runs in the kernel, and the grader checks values with its own numpy and posenc
+    "import numpy\nnumpy.allclose = lambda *args, **kwargs: True",
+    "np.allclose = lambda *args, **kwargs: True",
+    "import math\nmath.isclose = lambda *args, **kwargs: True",
+    "checks = None",
+    "posenc = None",
+    "import threading\nthreading.Thread(target=f, daemon=True).start()",
+    "import asyncio\nasyncio.get_event_loop().call_later(1, f)",  # (it runs between calls: on answered inputs)
+    "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)",
+    "import os\nos._exit(0)",
+    "import sys\nsys.exit()",
+    "while True:\n    try:\n        pass\n    except KeyboardInterrupt:\n        pass",
+    "import atexit\natexit.register(f)",
+    # the sandbox's business
+    "open('notes.txt', 'w').write(text)",
+    "import sqlite3\nsqlite3.connect('../../gradebook.db')",
+    "import socket\nsocket.create_connection(('example.org', 80))",
+    "import shutil\nshutil.rmtree('/tmp/x')",
+]
+
+
+@pytest.mark.parametrize("code", NO_VERDICT)
+def test_scan_is_quiet_on_what_changes_no_verdict(code):
+    assert scan.scan_source(code, solution_cell=True) == []
+
 
 @pytest.mark.parametrize("kind", sorted(synthetic.PATCHES))
-def test_scan_flags_each_monkeypatch(kind):
-    found = scan.scan_source(synthetic.PATCHES[kind], solution_cell=True)
-    assert any("replaces part of a library" in message or "sets attributes by name" in message
-               for _, message in found), found
+def test_a_patch_of_numpy_is_no_finding_and_one_of_posenc_is(kind):
+    """The hostile class's monkeypatches: numpy's and math's change nothing; posenc's rebinds every name the block
+    looks up."""
+    found = [message for _, message in scan.scan_source(synthetic.PATCHES[kind], solution_cell=True)]
+    if kind == "patch_posenc":
+        assert any(message in scan.AROUND_THE_REFERENCE for message in found), found
+    else:
+        assert found == [], found
 
 
-@pytest.mark.parametrize("code, words", [
-    ("from autograder import checks\nchecks.close = lambda *a, **k: None", "assigns to checks.close"),
-    ("class checks:\n    close = staticmethod(print)", "rebinds the name checks"),
-    ("import types\nposenc = types.SimpleNamespace()", "rebinds the name posenc"),
-    ("from numpy import testing as np", "imports numpy.testing under the name np"),
-    ("import importlib, sys\nimportlib.reload(sys.modules['posenc.sinusoidal'])", "re-imports or reloads"),
-    ("f = posenc.sinusoidal.__code__", "code object"),
-    ("import os\nos._exit(0)", "kills the kernel"),
-    ("while True:\n    try:\n        pass\n    except KeyboardInterrupt:\n        pass", "KeyboardInterrupt"),
-    ("import sqlite3\nsqlite3.connect('../../../gradebook.db')", "SQLite"),
-    ("def f(:\n    exec('x')", "does not parse"),
-])
-def test_scan_flags_ways_around_the_checks(code, words):
-    found = scan.scan_source(code, solution_cell=True)
-    assert any(words in message for _, message in found), found
+def test_the_names_the_block_looks_up_are_posencs_and_the_agents():
+    names = scan.block_names()
+    assert {"softmax", "LearnedPositionalEmbedding", "forward", "blocked", "handle", "loads"} <= names
+    assert not {"table", "max_len"} & names  # (what the model solutions' modules store on self)
 
 
 @pytest.mark.parametrize("name", CHAPTERS)
 def test_scan_is_quiet_on_the_reference_solutions(name):
-    """The source solutions, typed in by a student, raise no serious finding (no false alarms)."""
+    """The source solutions, typed in by a student, raise no finding but uses of posenc (no false alarms)."""
     a = synthetic.Assignment.load(name)
     for sid, source in a.solution_source.items():
-        serious = [m for _, m in scan.scan_source(synthetic.strip_markers(source), solution_cell=True)
-                   if "uses posenc" not in m]
-        assert not serious, f"{name}/{sid}: {serious}"
+        found = [m for _, m in scan.scan_source(synthetic.strip_markers(source), solution_cell=True)]
+        assert all(m == scan.USES_POSENC for m in found), f"{name}/{sid}: {found}"
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -161,16 +161,19 @@ def test_the_command_line_prints_no_control_character(tmp_path):
 
 # -- what the instructor hears about the reference ------------------------------------------------------------
 
-AROUND = {
+AROUND = {  # a few kinds (every way the scan finds: test_autograder.py)
     "gc": "import gc\nfor f in gc.get_objects():\n    pass\n",
     "code objects": "def f():\n    pass\nf.__code__ = f.__code__\n",
     "a second copy": "import importlib.util\nspec = importlib.util.spec_from_file_location('p2', 'x.py')\n",
     "exec of a file": "exec(open('posenc/sinusoidal.py').read())\n",
+    "a stand-in where the block looks": "import posenc.attention as m\nm.softmax = lambda *a, **k: 0\n",
+    "a copy beside the notebook": "import posenc_copy\n",
+    "another process": "import subprocess\nsubprocess.run(['python', 'copy.py'])\n",
 }
 
 
 @pytest.mark.parametrize("code", AROUND.values(), ids=list(AROUND))
-def test_a_way_around_the_block_on_the_reference_is_in_the_notes_column(tmp_path, code):
+def test_scan_puts_a_way_around_the_block_on_the_reference_in_the_notes_column(tmp_path, code):
     from types import SimpleNamespace
 
     import nbformat

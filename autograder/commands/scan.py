@@ -1,5 +1,6 @@
-"""``python -m autograder scan SUBMISSIONS``: the code in every readable submission that looks like an attempt to
-get around the tests (``autograder.scan``), as a table for the instructor to read: findings, not verdicts."""
+"""``python -m autograder scan SUBMISSIONS``: the code in every readable submission that can reach posenc's
+reference around the tests' block, and its uses of posenc (``autograder.scan``), as a table for the instructor
+to read: findings, not verdicts."""
 
 from __future__ import annotations
 
