@@ -103,12 +103,10 @@ def _call(request: dict, namespace: dict):
         target = namespace[request["name"]]
     if request["op"] == "each":
         cases = [[_unstore(a) for a in case] for case in request["cases"]]
-        with _blocked(request.get("blocked", [])):
-            return _each(target, cases)
+        return _each(target, cases)
     args = [_unstore(a) for a in request.get("args", ())]
     kwargs = {k: _unstore(v) for k, v in request.get("kwargs", {}).items()}
-    with _blocked(request.get("blocked", [])):
-        return target(*args, **kwargs)
+    return wire.Encoded(wire.encode(target(*args, **kwargs)))  # (encoded here: see handle)
 
 
 def handle(text: str, namespace: dict | None = None) -> dict:
@@ -119,10 +117,22 @@ def handle(text: str, namespace: dict | None = None) -> dict:
         request = wire.loads(text)
         if request["op"] == "describe":
             return {"ok": True, "value": _describe(request["names"], namespace)}
-        return {"ok": True, "value": _call(request, namespace)}
+        # The call, the encoding of its answer and the text of its exception all happen inside the block: an
+        # answer whose __float__ or __str__ calls posenc would otherwise run after the block is lifted.
+        with _blocked(request.get("blocked", [])):
+            try:
+                return {"ok": True, "value": _call(request, namespace)}
+            except wire.WireError as exc:
+                return {"ok": False, "type": "WireError", "module": "autograder.wire",
+                        "message": f"the answer cannot be sent to the grader: {exc}"}
+            except BaseException as exc:
+                return _error(exc)
     except BaseException as exc:  # the student's exception is the answer (KeyboardInterrupt: an interrupt)
-        return {"ok": False, "type": type(exc).__name__, "module": type(exc).__module__,
-                "message": str(exc)[:4000]}
+        return _error(exc)
+
+
+def _error(exc: BaseException) -> dict:
+    return {"ok": False, "type": type(exc).__name__, "module": type(exc).__module__, "message": str(exc)[:4000]}
 
 
 def reply(text: str, namespace: dict | None = None) -> str:

@@ -181,19 +181,6 @@ class _Refuse(importlib.abc.MetaPathFinder):
         return None
 
 
-class _Refuse(importlib.abc.MetaPathFinder):
-    """Refuses to import the modules that hold a blocked reference, while a ``blocked`` block runs."""
-
-    def __init__(self, modules: dict[str, str]):
-        self.modules = modules  # module name -> the blocked reference it holds
-
-    def find_spec(self, fullname, path=None, target=None):
-        if fullname in self.modules:
-            raise RuntimeError(f"{self.modules[fullname]} is the reference this exercise asks you to write "
-                               "yourself; your code must not call it here")
-        return None
-
-
 def path_of(ref) -> str:
     """The dotted path of a posenc function, class or module (a string is one already)."""
     if isinstance(ref, str):

@@ -40,7 +40,6 @@ AGENT = "reaches IPython, the kernel's comms or autograder: the grader's agent i
 PATCH = "replaces part of posenc, autograder or a module the block uses: the block then swaps a stand-in"
 LOCAL = "imports a module neither in the standard library nor installed: a file beside the notebook (posenc's copy?)"
 MAGIC = "runs an IPython magic that can run code or programs"
-LATE = "defines what Python calls by itself on an answer: it runs while the agent sends the answer, after the block"
 USES_POSENC = "uses posenc in a solution cell or another cell the student changed (fine only if the exercise allows it)"
 TEXT_ONLY = "(checked by text only)"
 
@@ -53,7 +52,7 @@ class _Reasons(tuple):
 
 
 # What `grade` puts in the notes column: every reason but a use of posenc and what was read as text.
-AROUND_THE_REFERENCE = _Reasons((RUNS, PROCESS, IMPORTS, FRAMES, INTERNALS, COMPUTED, AGENT, PATCH, LOCAL, MAGIC, LATE))
+AROUND_THE_REFERENCE = _Reasons((RUNS, PROCESS, IMPORTS, FRAMES, INTERNALS, COMPUTED, AGENT, PATCH, LOCAL, MAGIC))
 
 
 def _table(*pairs: tuple[str, str]) -> dict[str, str]:
@@ -80,9 +79,6 @@ ORDINARY_DUNDERS = {"__name__", "__qualname__", "__doc__", "__version__", "__mai
 # Modules whose objects the block or the agent reads while a call runs ("checks": the name lessons import it as).
 BLOCK_MODULES = {"posenc", "autograder", "checks", "sys", "builtins", "types", "inspect", "importlib", "functools",
                  "contextlib", "IPython", "ipykernel", "comm"}
-# Types the agent's wire encodes by isinstance: a subclass's methods run while it encodes the answer (LATE).
-CARRIED = {"list", "dict", "tuple", "float", "int", "complex", "bool", "str", "range", "ndarray", "generic", "Tensor",
-           "Number", "Complex", "Real", "Rational", "Integral"}
 # What a name's binding belongs to: a function, a lambda, a comprehension.
 SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 MAGIC_CALLS = ("run_line_magic", "run_cell_magic")  # what IPython makes of `%name line` and `%%name line\nbody`
@@ -263,17 +259,6 @@ class _Cell:
     def keyword(self, node):
         if node.arg in SAFE_KEYWORDS and getattr(node.value, "value", None) is not SAFE_KEYWORDS[node.arg]:
             yield f"{RUNS} ({node.arg}=...)"
-
-    def ClassDef(self, node):
-        bases = [getattr(b, "attr", getattr(b, "id", "")) for b in node.bases]
-        yield from (f"{LATE} (a subclass of {b})" for b in bases if b in CARRIED)
-
-    def FunctionDef(self, node):
-        if isinstance(self.parent.get(node), ast.ClassDef) and _dunder(node.name) and node.name not in (
-                "__init__", "__post_init__"):
-            yield f"{LATE} ({node.name})"
-
-    AsyncFunctionDef = FunctionDef
 
     def Call(self, node):
         """A magic (``%run``, ``%%bash``), and the code it is given, scanned as the magic's lines."""

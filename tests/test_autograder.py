@@ -361,14 +361,6 @@ WAYS_AROUND = [
     ("%timeit -n1 -r1 exec(text)", S.RUNS),
     ("%%capture\nimport gc", S.FRAMES),
     # code the agent runs after the block ends, as it sends the answer
-    ("class Late(float):\n    def __float__(self):\n        return float(posenc.softmax(x)[0])", S.LATE),
-    ("class Lazy(list):\n    pass", S.LATE),
-    ("class Answer(dict):\n    def items(self):\n        return [('a', posenc.softmax(x))]", S.LATE),
-    ("class Cells(np.ndarray):\n    pass", S.LATE),
-    ("class Values(torch.Tensor):\n    pass", S.LATE),
-    ("class Number(numbers.Real):\n    pass", S.LATE),
-    ("class Shout(ValueError):\n    def __str__(self):\n        return str(posenc.softmax(x))", S.LATE),
-    ("class Fake:\n    def __array__(self, dtype=None):\n        return posenc.softmax(x)", S.LATE),
 ]
 
 

@@ -23,7 +23,7 @@ import pytest
 from nbgrader.api import Gradebook
 
 import synthetic
-from autograder import course
+from autograder import course, scan
 from autograder.liveness import demo_cells_to_skip
 from autograder.verdict import split_hidden
 from differently_correct import DIFFERENT, WARNING_VARIANTS
@@ -410,18 +410,20 @@ def test_scan_flags_the_cheats_and_not_the_honest(graded_class):
         parts = line.split()
         if len(parts) >= 4 and not line.startswith("ERROR"):
             flagged.setdefault((parts[0], parts[1]), []).append(line)
-    serious = ("replaces", "rebinds", "sets attributes", "kills", "exits", "KeyboardInterrupt")
+    # what can reach posenc's reference around the tests' block (the notes column's SCAN): only a patch of posenc
+    # or of the kernel's checks, and the IPython payloads (they reach the kernel's machinery); numpy patches,
+    # exits and caught interrupts change no verdict now that tests run in the grading process only
+    around = tuple(scan.AROUND_THE_REFERENCE)
     for (student, name), s in graded_class.students.items():
         lines = flagged.get((student, name), [])
-        if student.startswith("patch_") or student in ("os_exit", "stubborn_loop", "disruptive", "rebinds_checks",
-                                                       "patches_checks"):
-            assert any(word in line for line in lines for word in serious), f"{student}/{name} not flagged"
+        if student in ("patch_posenc", "patch_all", "patches_checks"):
+            assert any(scan.PATCH in line for line in lines), f"{student}/{name} not flagged: {lines}"
         if student == "calls_reference":
-            assert any("uses posenc in a solution cell" in line for line in lines)
+            assert any(scan.USES_POSENC in line for line in lines), lines
         if student in synthetic.PAYLOADS or student == "hooks_all":
             assert lines, f"{student}/{name}: IPython hooks not flagged"
         if student in ("perfect", "blank", "partial", "different", "wrong"):
-            assert not any(word in line for line in lines for word in serious), lines
+            assert not any(reason in line for line in lines for reason in around), lines
 
 
 @pytest.mark.parametrize("name", sorted(USES_NARRATIVE))

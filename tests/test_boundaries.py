@@ -87,6 +87,37 @@ def test_a_timeout_inside_a_blocked_reference_leaves_posenc_whole():
     assert np.array_equal(posenc.sinusoidal(4, 8), before)  # the reference is restored
 
 
+class _Late(float):
+    """An answer that computes itself when it is read: its value is posenc's reference, asked for late."""
+
+    def __float__(self):
+        return float(posenc.softmax(np.array([1.0, 0.0]))[0])
+
+    def __str__(self):
+        return str(float(self))
+
+
+@pytest.mark.parametrize("op", ["call", "each"])
+def test_an_answer_that_calls_the_reference_when_read_is_read_inside_the_block(op):
+    """The block on posenc's reference lasts through the encoding of the answer, so an answer whose __float__
+    (or an exception whose __str__) calls the reference gets the block's error, not the reference's value."""
+    from autograder import agent
+
+    def student():
+        return _Late(0.0)
+
+    def raises():
+        raise ValueError(_Late(0.0))
+
+    request = {"op": op, "name": "student", "blocked": ["posenc.softmax"]}
+    request.update({"args": []} if op == "call" else {"cases": [[]]})
+    reply = wire.loads(agent.reply(wire.dumps(request), {"student": student, "raises": raises}))
+    assert reply["ok"] is False and "reference this exercise asks you to write" in reply["message"], reply
+    reply = wire.loads(agent.reply(wire.dumps({**request, "name": "raises"}), {"student": student, "raises": raises}))
+    assert reply["ok"] is False and "reference this exercise asks you to write" in reply["message"], reply
+    assert float(_Late(0.0)) == pytest.approx(posenc.softmax(np.array([1.0, 0.0]))[0])  # unblocked, it is the value
+
+
 def test_a_cell_within_its_time_is_not_touched_by_the_timer():
     cell = "checks.close(answer(), 2.0, 'answer()')\n"
     assert verdict.judge(cell, SETUP, DescribesThenForges(2.0), salt=1, seconds=5).passed
