@@ -7,7 +7,7 @@
                                      nbgrader validate on students' notebooks, in the sandbox
   feedback [CHAPTER ...]             nbgrader's HTML feedback for every autograded submission
   export [--to FILE]                 the gradebook as CSV (nbgrader's exporter; default course/grades.csv)
-  scan SUBMISSIONS                   list code in submissions that looks like an attempt to fool the tests
+  scan SUBMISSIONS                   list code in submissions that can reach posenc's reference around the tests' block
   roster FILE                        the class's Unix accounts for the course's hub (as root; hub/README.md)
 """
 
@@ -43,7 +43,7 @@ def main(argv=None) -> int:
     fbk.add_argument("assignments", nargs="*", help="chapter names (default: every autograded chapter)")
     exp = sub.add_parser("export", help="write the gradebook as CSV with nbgrader's exporter")
     exp.add_argument("--to", help="CSV file to write (default: grades.csv in the course folder)")
-    scn = sub.add_parser("scan", help="list suspicious code in submissions (for a human to look at)")
+    scn = sub.add_parser("scan", help="list code in submissions that can reach posenc's reference around the block (for a human to read)")
     scn.add_argument("submissions", help="folder laid out <student_id>/<chapter>/<chapter>.ipynb")
     rst = sub.add_parser("roster", help="make the Unix accounts of a roster for the course's hub (as root)")
     rst.add_argument("file", help="CSV with the header id,first_name,last_name,email (nbgrader's student list)")
