@@ -291,10 +291,15 @@ def test_grading_notes_say_what_happened(graded_class, name):
     assert "called posenc's reference" in row("calls_reference")
     # Patched libraries and IPython hooks on correct code change nothing the tests see (they never run in the
     # kernel): full marks and nothing to note.
+    # (a patch of posenc, or hooks through get_ipython, can also reach round the block on the reference: such a
+    # row has a SCAN note after its total)
     for k in [k for k, _ in graded_class.students if k.startswith("patch_")] + ["perfect", "different",
                                                                                   "harmless_hooks"]:
         if (k, name) in graded_class.students:
-            assert row(k).rstrip().endswith(f"{sum(graded_class.students[(k, name)].expected.values()):g}"), row(k)
+            total = f"{sum(graded_class.students[(k, name)].expected.values()):g}"
+            before_notes = row(k).split("SCAN", 1)[0].rstrip()
+            assert before_notes.endswith(total), row(k)
+            assert k not in ("perfect", "different") or "SCAN" not in row(k), row(k)
     if ("stubborn_loop", name) in graded_class.students:
         assert "ignored the timeout interrupt" in row("stubborn_loop")
     assert row("perfect").rstrip().endswith(f"{sum(graded_class.students[('perfect', name)].expected.values()):g}")
