@@ -123,8 +123,7 @@ def handle(text: str, namespace: dict | None = None) -> dict:
             try:
                 return {"ok": True, "value": _call(request, namespace)}
             except wire.WireError as exc:
-                return {"ok": False, "type": "WireError", "module": "autograder.wire",
-                        "message": f"the answer cannot be sent to the grader: {exc}"}
+                return _unsendable(exc)
             except BaseException as exc:
                 return _error(exc)
     except BaseException as exc:  # the student's exception is the answer (KeyboardInterrupt: an interrupt)
@@ -135,13 +134,18 @@ def _error(exc: BaseException) -> dict:
     return {"ok": False, "type": type(exc).__name__, "module": type(exc).__module__, "message": str(exc)[:4000]}
 
 
+def _unsendable(exc: Exception) -> dict:
+    """The reply for an answer the wire cannot carry (too large, too deep), in words."""
+    return {"ok": False, "type": "WireError", "module": "autograder.wire",
+            "message": f"the answer cannot be sent to the grader: {exc}"}
+
+
 def reply(text: str, namespace: dict | None = None) -> str:
     """The wire text of :func:`handle`'s reply; an answer that cannot be sent (too large) is an error in words."""
     try:
         return wire.dumps(handle(text, namespace))
     except (wire.WireError, ValueError) as exc:
-        return wire.dumps({"ok": False, "type": "WireError", "module": "autograder.wire",
-                           "message": f"the answer cannot be sent to the grader: {exc}"})
+        return wire.dumps(_unsendable(exc))
 
 
 def _on_open(comm, open_msg) -> None:

@@ -39,9 +39,9 @@ class KernelChannel(Channel):
     agent's comm (``agent.TARGET``, opened on the first request). One channel per kernel: it keeps the comm and
     the large arguments the kernel has stored; ``begin`` starts each test cell's deadline."""
 
-    def __init__(self, client, seconds: float):
+    def __init__(self, client):
         self.client, self.comm_id, self.stored = client, None, {}
-        self.begin(seconds)
+        self.begin(0.0)  # (each test cell starts its own deadline)
 
     def begin(self, seconds: float) -> None:
         """A new test cell: its calls share one deadline, ``seconds`` from now."""

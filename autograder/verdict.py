@@ -33,7 +33,6 @@ import json
 import os
 import signal
 import threading
-import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path

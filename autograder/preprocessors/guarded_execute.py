@@ -138,7 +138,7 @@ class GuardedExecute(Execute):
         start = time.perf_counter()
         seconds = min(float(self.timeout or 60), max(1.0, self._ends - time.monotonic()))
         if self._grader_channel is None:
-            self._grader_channel = KernelChannel(self, seconds)
+            self._grader_channel = KernelChannel(self)
         self._grader_channel.begin(seconds)
         decided = verdicts.judge(source, self._tests["setup"], self._grader_channel, salt, seconds)
         self.log.debug("Cell %d (%s) decided in %.2f s: %s", index, gid, time.perf_counter() - start, decided)
