@@ -1,33 +1,9 @@
-"""nbgrader's file-system exchange for a machine whose students share it (the course's hub: hub/README.md,
-"The exchange"), with identity and time taken from the file system instead of from what a student wrote.
-
-nbgrader's own classes trust the inbound folder: collect (which runs as the instructor) takes the student from
-the submission folder's name and the time from the name and ``timestamp.txt``, only warns when the folder's owner
-is someone else, follows symbolic links while copying (so a link to the instructor's files is collected as the
-student's work), stops the whole class on one folder over the size limit or with an unreadable name, and release
-feedback stops with a traceback on a folder without ``submission_secret.txt``. The subclasses here, selected
-through ``c.ExchangeFactory`` in hub/jupyter/*/nbgrader_config.py, change that:
-
-- **collect** (``CollectFromOwner``): an inbound folder is its owner's (``stat``'s uid, which only root can
-  change), and is refused when its name claims someone else; the folder and everything in it are read through
-  file descriptors opened with ``O_NOFOLLOW``, and a symbolic link, a device, a pipe or a socket anywhere inside,
-  an entry owned by another user, or a tree over the size, depth or entry limits refuses the submission before
-  anything is copied. The time recorded (``timestamp.txt`` in ``submitted/``, which decides the latest
-  submission and lateness) is the latest status change (``st_ctime``) of the folder and everything in it: the
-  kernel sets it, a user cannot move it back, and any later change to the submission moves it forward. Each
-  refusal is one ``ERROR`` line naming the student, and collect goes on with the class.
-- **submit** (``SubmitChecked``): the same copy, with the same limits, from the student's assignment folder
-  into inbound and the cache: a submission over the limit is refused before anything is written. Where the
-  student has a drawer, ``inbound/<student>/`` (on the course's hub, each student's own small file system, so
-  that what one student writes is bounded by the kernel: hub/README.md, "The exchange"), the submission goes
-  there; collect reads inbound and every drawer in it, with the same checks.
-- **release feedback** (``ReleaseFeedbackEach``): a student whose feedback folder lacks ``timestamp.txt`` or
-  ``submission_secret.txt`` (a folder made by hand rather than by nbgrader's submit) is one ``ERROR`` line, and
-  everyone else's feedback is released.
-
-The size limit is nbgrader's own ``CourseDirectory.max_dir_size`` (kilobytes of 1000 bytes), for the whole
-submission; the folder limits are the grading command's (``autograder.submissions``).
-"""
+"""nbgrader's file-system exchange for the course's hub, trusting the file system instead of what a student wrote:
+the student is the submission folder's owner, its time the latest status change (``st_ctime``) in it, nothing is
+followed through a link, and a refused submission is one ERROR line for its student while the class goes on
+(hub/README.md, "The exchange", says what each class changes and why). Selected by ``c.ExchangeFactory`` in
+hub/jupyter/exchange_config.py; the size limit is nbgrader's ``CourseDirectory.max_dir_size``, the folder limits
+the grading command's (``autograder.submissions``)."""
 
 from __future__ import annotations
 
@@ -36,23 +12,21 @@ import fnmatch
 import glob
 import os
 import pwd
-import re
 import secrets
 import shutil
 import stat
 
 from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.exchange.default import ExchangeCollect, ExchangeReleaseFeedback, ExchangeSubmit
-from nbgrader.utils import check_mode, get_username, notebook_hash
+from nbgrader.utils import check_mode, get_username
 
 from .printable import one_line
 from .submissions import MAX_FOLDER_DEPTH, MAX_FOLDER_ENTRIES
 
-# The files nbgrader's submit writes beside the notebooks: the time is never copied (collect writes its own), the
-# secret is (release feedback names each page by a hash of it).
+# Written by nbgrader's submit beside the notebooks: the time is never copied (collect writes its own), the secret
+# is (release feedback names each page by a hash of it).
 TIMESTAMP = "timestamp.txt"
 SECRET = "submission_secret.txt"
-CHUNK = 1 << 20
 
 
 class Refused(Exception):
@@ -86,12 +60,10 @@ def _user_name(uid: int) -> str:
 
 
 def _walk(fd: int, tree: _Tree, dest: str | None, where: str, depth: int) -> None:
-    """Check (and with ``dest``, copy) the folder open at ``fd``: every entry opened relative to its folder with
-    O_NOFOLLOW and checked on its descriptor (fstat), so that nothing is followed and nothing swapped in between
-    the check and the read is taken."""
+    """Check (and with ``dest``, copy) the folder open at ``fd``: every entry is opened relative to its folder
+    with O_NOFOLLOW and checked on its descriptor: nothing is followed, nothing swapped in after the check is read."""
     if depth > MAX_FOLDER_DEPTH:
         raise Refused(f"folders nested more than {MAX_FOLDER_DEPTH} levels (at {where})")
-    tree.check(os.fstat(fd), where or ".")
     if dest is not None:
         os.mkdir(dest, 0o700)
     for name in sorted(os.listdir(fd)):
@@ -101,63 +73,50 @@ def _walk(fd: int, tree: _Tree, dest: str | None, where: str, depth: int) -> Non
         if tree.entries > MAX_FOLDER_ENTRIES:
             raise Refused(f"more than {MAX_FOLDER_ENTRIES} entries")
         path = f"{where}/{name}" if where else name
-        info = os.lstat(name, dir_fd=fd)
-        if stat.S_ISLNK(info.st_mode):
+        mode = os.lstat(name, dir_fd=fd).st_mode
+        if stat.S_ISLNK(mode):
             raise Refused(f"{path} is a symbolic link (never followed)")
-        if stat.S_ISDIR(info.st_mode):
-            child = _open(name, fd, os.O_DIRECTORY, path)
-            try:
-                _walk(child, tree, None if dest is None else os.path.join(dest, name), path, depth + 1)
-            finally:
-                os.close(child)
-        elif stat.S_ISREG(info.st_mode):
-            _file(name, fd, tree, dest, path)
-        else:
-            raise Refused(f"{path} is not a regular file or folder ({stat.filemode(info.st_mode)})")
-
-
-def _open(name: str, dir_fd: int, flags: int, where: str) -> int:
-    try:
-        return os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | flags, dir_fd=dir_fd)
-    except OSError as exc:
-        raise Refused(f"{where} cannot be opened without following a link ({exc.strerror})") from None
-
-
-def _file(name: str, dir_fd: int, tree: _Tree, dest: str | None, where: str) -> None:
-    fd = _open(name, dir_fd, 0, where)
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise Refused(f"{where} is not a regular file")
-        tree.check(info, where)
-        if dest is None or name == TIMESTAMP:
-            tree.add(info.st_size, where)
-            return
-        out = os.open(os.path.join(dest, name), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
+            raise Refused(f"{path} is not a regular file or folder ({stat.filemode(mode)})")
         try:
-            while chunk := os.read(fd, CHUNK):
-                tree.add(len(chunk), where)  # counted as read: a file that grows after the first pass is cut short
-                os.write(out, chunk)
+            child = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=fd)
+        except OSError as exc:
+            raise Refused(f"{path} cannot be opened without following a link ({exc.strerror})") from None
+        try:
+            info = os.fstat(child)
+            if stat.S_IFMT(info.st_mode) != stat.S_IFMT(mode):
+                raise Refused(f"{path} was replaced while it was read")
+            tree.check(info, path)
+            target = None if dest is None else os.path.join(dest, name)
+            if stat.S_ISDIR(mode):
+                _walk(child, tree, target, path, depth + 1)
+            elif target is None or name == TIMESTAMP:
+                tree.add(info.st_size, path)
+            else:
+                out = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+                try:
+                    while chunk := os.read(child, 1 << 20):
+                        tree.add(len(chunk), path)  # counted as read: a file grown since the first pass is cut short
+                        os.write(out, chunk)
+                finally:
+                    os.close(out)
+                tree.check(os.fstat(child), path)  # a change made while it was read moves the recorded time on
         finally:
-            os.close(out)
-        tree.check(os.fstat(fd), where)  # a change made while it was read moves the recorded time on
-    finally:
-        os.close(fd)
+            os.close(child)
 
 
 def read_submission(path: str, limit: int, owner: int | None, ignore: list[str],
                     dest: str | None = None) -> _Tree:
-    """Check the submission folder at ``path`` (and copy it to ``dest``, a path that must not exist yet):
-    raises Refused, with the reason, for anything the module's docstring lists."""
+    """Check the submission folder at ``path`` (and copy it to ``dest``, a path that must not exist yet): raises
+    Refused, with the reason, for a link, a special file, an entry not ``owner``'s, or a tree over the limits."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError as exc:
         raise Refused(f"not a folder of its own (a symbolic link or a file: {exc.strerror})") from None
     tree = _Tree(limit, owner, ignore)
     try:
+        tree.check(os.fstat(fd), ".")
         _walk(fd, tree, dest, "", 0)
-    except RecursionError:
-        raise Refused("folders nested too deeply") from None
     finally:
         os.close(fd)
     return tree
@@ -173,8 +132,8 @@ def _limit(coursedir) -> int:
 
 
 class CollectFromOwner(ExchangeCollect):
-    """nbgrader's collect, taking the student from the folder's owner and the time from the file system
-    (the module's docstring)."""
+    """nbgrader's collect, from inbound and every drawer in it (``inbound/<student>/``), taking the student from the
+    folder's owner and the time from the file system."""
 
     def _refuse(self, name: str, claimed: str, why) -> None:
         self.log.error("Refused a submission of %s (%s): %s", one_line(claimed), one_line(name), one_line(why))
@@ -182,14 +141,12 @@ class CollectFromOwner(ExchangeCollect):
     def init_src(self):
         if self.coursedir.course_id == "":
             self.fail("No course id specified. Re-run with --course flag.")
-        self.course_path = os.path.join(self.root, self.coursedir.course_id)
-        self.inbound_path = os.path.join(self.course_path, "inbound")
+        self.inbound_path = os.path.join(self.root, self.coursedir.course_id, "inbound")
         if not os.path.isdir(self.inbound_path):
             self.fail(f"Course not found: {self.inbound_path}")
-        student_id = self.coursedir.student_id or "*"
-        name = f"{student_id}+{glob.escape(self.coursedir.assignment_id)}+*"
+        name = f"{self.coursedir.student_id or '*'}+{glob.escape(self.coursedir.assignment_id)}+*"
         inbound = glob.escape(self.inbound_path)
-        latest = {}  # (in inbound itself, and in the drawer of each student who has one)
+        latest = {}
         for path in sorted(glob.glob(os.path.join(inbound, name)) + glob.glob(os.path.join(inbound, "*", name))):
             name = os.path.basename(path)
             claimed = name.rsplit("+", 3)[0]
@@ -234,6 +191,8 @@ class CollectFromOwner(ExchangeCollect):
                 self._refuse(record["filename"], record["username"], why)
 
     def _collect(self, record: dict) -> None:
+        """Copy one submission beside submitted/<student>/<assignment> with the server's time, then swap it in: a
+        refused copy leaves the submission collected before as it was."""
         student = record["username"]
         dest = self.coursedir.format_path(self.coursedir.submitted_directory, student, self.coursedir.assignment_id)
         if os.path.isdir(dest):
@@ -261,8 +220,8 @@ class CollectFromOwner(ExchangeCollect):
 
 
 class SubmitChecked(ExchangeSubmit):
-    """nbgrader's submit, copying the assignment folder without following links and within the size limit, into
-    the student's drawer (``inbound/<student>/``) where there is one."""
+    """nbgrader's submit, copying the assignment folder as collect reads it (checked whole before anything is
+    written), into the student's drawer (``inbound/<student>/``) where there is one."""
 
     def init_dest(self):
         drawer = os.path.join(self.root, self.coursedir.course_id, "inbound", get_username())
@@ -275,9 +234,8 @@ class SubmitChecked(ExchangeSubmit):
             self.fail(f"You don't have write permissions to the directory: {drawer}")
         self.inbound_path = drawer
         self.cache_path = os.path.join(self.cache, self.coursedir.course_id)
-        random_str = secrets.token_urlsafe(9) if self.add_random_string else None
-        parts = [get_username(), self.coursedir.assignment_id, self.timestamp] + ([random_str] if random_str else [])
-        self.assignment_filename = "+".join(parts)
+        parts = [get_username(), self.coursedir.assignment_id, self.timestamp]
+        self.assignment_filename = "+".join(parts + ([secrets.token_urlsafe(9)] if self.add_random_string else []))
 
     def do_copy(self, src, dest, log=None):
         try:
@@ -289,36 +247,18 @@ class SubmitChecked(ExchangeSubmit):
 
 
 class ReleaseFeedbackEach(ExchangeReleaseFeedback):
-    """nbgrader's release feedback, one student at a time: a feedback folder nbgrader's submit did not make is
-    that student's ERROR line, and the others' feedback is released."""
+    """nbgrader's release feedback, one student folder at a time: a folder without the files nbgrader's submit
+    writes (one made by hand) is that student's ERROR line, and the others' feedback is released."""
 
     def copy_files(self):
-        exclude = set(self.coursedir.student_id_exclude.split(",")) if self.coursedir.student_id_exclude else set()
-        regexp = re.escape(os.path.sep).join([
-            self.coursedir.format_path(self.coursedir.feedback_directory, "(?P<student_id>.*)",
-                                       self.coursedir.assignment_id, escape=True),
-            "(?P<notebook_id>.*).html"])
-        for html_file in sorted(glob.glob(os.path.join(self.src_path, "*.html"))):
-            match = re.match(regexp, html_file)
-            if match is None:
-                self.log.error("Could not match '%s' with regexp '%s'", html_file, regexp)
-                continue
-            student, notebook = match.group("student_id"), match.group("notebook_id")
-            if student in exclude:
-                continue
-            folder = os.path.dirname(html_file)
-            try:
-                with open(os.path.join(folder, TIMESTAMP)) as fh:
-                    timestamp = fh.read()
-                with open(os.path.join(folder, SECRET)) as fh:
-                    secret = fh.read()
-            except OSError as exc:
+        excluded = set(self.coursedir.student_id_exclude.split(","))
+        for folder in sorted(glob.glob(self.src_path)):  # feedback/<student>/<assignment>
+            student = os.path.basename(os.path.dirname(folder))
+            missing = [n for n in (TIMESTAMP, SECRET) if not os.path.isfile(os.path.join(folder, n))]
+            if missing and student not in excluded:
                 self.log.error("Feedback not released for %s (%s): %s missing: the submission was not made by "
-                               "nbgrader's submit", one_line(student), notebook, os.path.basename(exc.filename or ""))
-                continue
-            checksum = notebook_hash(secret=secret, notebook_id=notebook)
-            temporary = os.path.join(self.dest_path, f"{checksum}-tmp.html")
-            self.log.info("Releasing feedback for student '%s' on assignment '%s/%s/%s' (%s)", student,
-                          self.coursedir.course_id, self.coursedir.assignment_id, notebook, timestamp)
-            shutil.copy(html_file, temporary)
-            shutil.move(temporary, os.path.join(self.dest_path, f"{checksum}.html"))
+                               "nbgrader's submit", one_line(student), self.coursedir.assignment_id,
+                               " and ".join(missing))
+            elif not missing:
+                self.src_path = folder
+                super().copy_files()
