@@ -1,24 +1,17 @@
-"""Which names a notebook cell reads and binds in the global scope: a liveness analysis over its syntax tree.
-
-Grading uses it twice: ``GuardedExecute`` leaves out the display-only demo cells whose names no later cell
-reads (``demo_cells_to_skip``), and ``autograder.verdict`` finds the names a test cell takes from the
-student's notebook (``cell_names``).
-"""
+"""Which names a notebook cell reads and binds in the global scope: a liveness analysis over its syntax tree,
+for ``demo_cells_to_skip`` (``GuardedExecute``) and the names a test cell takes from the notebook (``verdict``)."""
 
 from __future__ import annotations
 
 import ast
-import functools
 
-# Cells longer than this are not analysed (treated like a cell that does not parse: every cell before them
-# runs). No course cell comes near it; a student's 20 MB cell would cost the grader minutes and gigabytes.
-MAX_SOURCE = 200_000
+MAX_SOURCE = 200_000  # a longer cell is not analysed (like one that does not parse): it would cost minutes
+DEMO_TAG = "demo"
 
 
 class _Scope(ast.NodeVisitor):
-    """Names a statement reads from and binds in the notebook's global scope. Reads inside functions,
-    lambdas and comprehensions count (when called, they read globals) minus the names those scopes bind
-    themselves (parameters, local assignments, loop variables); their local bindings do not count."""
+    """Names a statement reads from and binds in the global scope. A nested scope (function, lambda, class,
+    comprehension) adds its reads of globals, not the names it binds itself."""
 
     def __init__(self):
         self.loads, self.stores = set(), set()
@@ -27,17 +20,14 @@ class _Scope(ast.NodeVisitor):
         (self.loads if isinstance(node.ctx, ast.Load) else self.stores).add(node.id)
 
     def _inner(self, nodes, params=()):
-        """A nested scope (function, lambda, class or comprehension body): only its reads of globals count."""
         inner = _Scope()
         for node in nodes:
             inner.visit(node)
         self.loads |= inner.loads - inner.stores - set(params)
 
     def visit_FunctionDef(self, node):
-        for default in node.args.defaults + [d for d in node.args.kw_defaults if d is not None]:
-            self.visit(default)
-        for decorator in node.decorator_list:
-            self.visit(decorator)
+        for expr in node.args.defaults + [d for d in node.args.kw_defaults if d] + node.decorator_list:
+            self.visit(expr)
         params = [a.arg for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs]
         params += [a.arg for a in (node.args.vararg, node.args.kwarg) if a is not None]
         self._inner(node.body, params)
@@ -70,8 +60,7 @@ class _Scope(ast.NodeVisitor):
 
 
 def _import_names(node) -> set[str]:
-    """The names an import statement binds (``import a.b`` binds ``a``)."""
-    return {(a.asname or a.name).split(".")[0] for a in node.names}
+    return {(a.asname or a.name).split(".")[0] for a in node.names}  # (`import a.b` binds a)
 
 
 def _target_names(target) -> set[str]:
@@ -88,7 +77,7 @@ def _target_names(target) -> set[str]:
 
 
 def _kills(stmt) -> set[str]:
-    """Names a top-level statement always rebinds (so their earlier values are not needed after it)."""
+    """Names a statement always rebinds."""
     if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         return {stmt.name}
     if isinstance(stmt, (ast.Import, ast.ImportFrom)):
@@ -101,11 +90,11 @@ def _kills(stmt) -> set[str]:
 
 
 class _Rebound:
-    """The names rebound before a point of a cell: those of this block, then those of the blocks around it
-    (a chain, so that entering a block copies nothing: the analysis stays linear in the cell's size)."""
+    """The names rebound before a point: this block's, then the enclosing blocks' (a chain, not a copy, so the
+    analysis stays linear in the cell's size)."""
 
-    def __init__(self, outer: "_Rebound | None" = None, names=()):
-        self.outer, self.names = outer, set(names)
+    def __init__(self, outer: "_Rebound | None", names):
+        self.outer, self.names = outer, names
 
     def __contains__(self, name) -> bool:
         return name in self.names or (self.outer is not None and name in self.outer)
@@ -119,22 +108,17 @@ def _loads(nodes, killed: _Rebound) -> tuple[set[str], set[str]]:
 
 
 def _block(stmts, killed: _Rebound) -> tuple[set[str], set[str], set[str]]:
-    """``(binds, kills, reads)`` of a list of statements run in order, given the names already rebound
-    before it. A loop's or an ``if``'s body may not run, so what it rebinds is not a kill after it; inside
-    the body, a name rebound earlier in the same pass is not read from outside."""
+    """``(binds, kills, reads)`` of statements run in order, after the names ``killed`` were rebound. What a
+    loop's or an ``if``'s body rebinds is no kill after it (it may not run)."""
     binds, kills, reads = set(), set(), set()
-    done = _Rebound(killed, ())  # killed and this block's kills so far (done.names is kept equal to kills)
+    done = _Rebound(killed, kills)  # (kills only grows in place)
     for stmt in stmts:
-        done.names = kills
         if isinstance(stmt, (ast.For, ast.AsyncFor)):
             head_reads, _ = _loads([stmt.iter], done)
             target = _target_names(stmt.target)
             parts = [_block(stmt.body, _Rebound(done, target)), _block(stmt.orelse, done)]
             binds |= target
-        elif isinstance(stmt, ast.While):
-            head_reads, _ = _loads([stmt.test], done)
-            parts = [_block(stmt.body, done), _block(stmt.orelse, done)]
-        elif isinstance(stmt, ast.If):
+        elif isinstance(stmt, (ast.While, ast.If)):
             head_reads, _ = _loads([stmt.test], done)
             parts = [_block(stmt.body, done), _block(stmt.orelse, done)]
         elif isinstance(stmt, (ast.With, ast.AsyncWith)):
@@ -147,14 +131,13 @@ def _block(stmts, killed: _Rebound) -> tuple[set[str], set[str], set[str]]:
         elif isinstance(stmt, ast.Try):
             head_reads = set()
             parts = [_block(stmt.body, done), _block(stmt.orelse, done), _block(stmt.finalbody, done)]
-            parts += [_block(h.body, _Rebound(done, [h.name] if h.name else ())) for h in stmt.handlers]
+            parts += [_block(h.body, _Rebound(done, {h.name})) for h in stmt.handlers]
             parts += [(set(), set(), _loads([h.type], done)[0]) for h in stmt.handlers if h.type]
         else:
             head_reads, stores = _loads([stmt], done)
             binds |= stores
             kills |= _kills(stmt)
-            reads |= head_reads
-            continue
+            parts = []
         reads |= head_reads
         for part_binds, _, part_reads in parts:
             binds |= part_binds
@@ -162,36 +145,19 @@ def _block(stmts, killed: _Rebound) -> tuple[set[str], set[str], set[str]]:
     return binds, kills, reads
 
 
-CACHED_SOURCE = 20_000  # cells up to this size are remembered (at most CACHED_CELLS of them)
-CACHED_CELLS = 1024
-
-
 def cell_names(source: str) -> tuple[frozenset[str], frozenset[str], frozenset[str]] | None:
     """``(binds, kills, reads)`` of a cell in the global scope: every name it may bind, the names it always
-    rebinds, and the names it may read before rebinding them; None if the cell cannot be parsed. IPython
-    syntax (magics, ``!``) is translated first. A cell over ``MAX_SOURCE`` characters gives None too.
-
-    Small cells are remembered by source: a grading worker analyses the same instructor's cells in every
-    submission (a bounded cache: a submission full of large cells cannot fill the worker's memory)."""
-    if len(source) > MAX_SOURCE:
-        return None
-    return _remembered_names(source) if len(source) <= CACHED_SOURCE else _names(source)
-
-
-def _names(source: str):
+    rebinds, the names it may read before rebinding them. IPython syntax is translated first. None for a cell
+    that does not parse or is longer than ``MAX_SOURCE``."""
     from IPython.core.inputtransformer2 import TransformerManager
 
+    if len(source) > MAX_SOURCE:
+        return None
     try:
         tree = ast.parse(TransformerManager().transform_cell(source))
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
-    return tuple(frozenset(names) for names in _block(tree.body, _Rebound()))
-
-
-_remembered_names = functools.lru_cache(maxsize=CACHED_CELLS)(_names)
-
-
-DEMO_TAG = "demo"
+    return tuple(frozenset(names) for names in _block(tree.body, _Rebound(None, set())))
 
 
 def is_demo(cell, tag: str = DEMO_TAG) -> bool:
@@ -202,10 +168,9 @@ def is_demo(cell, tag: str = DEMO_TAG) -> bool:
 
 
 def demo_cells_to_skip(nb, tag: str = DEMO_TAG) -> set[int]:
-    """Indices of the demo cells grading can leave out. Walking back from the last cell, with the set of
-    names some later cell that runs may read (a liveness analysis): a demo cell is left out when it binds
-    none of them; any other cell runs, and its reads replace the names it always rebinds. A cell that cannot
-    be parsed makes every earlier cell run."""
+    """Indices of the demo cells grading can leave out. Walking back from the last cell with the names a later
+    cell that runs may read: a demo cell binding none of them is left out; any other cell runs, and its reads
+    replace the names it always rebinds. A cell that does not parse makes every earlier cell run."""
     skip, live = set(), set()
     for index in range(len(nb.cells) - 1, -1, -1):
         cell = nb.cells[index]
