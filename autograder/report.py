@@ -30,15 +30,16 @@ def problems(assignment: str) -> list[Problem]:
     return found
 
 
-# Error outputs in an autograded notebook that the instructor should hear about, with what they mean.
+# Error outputs in an autograded notebook that the instructor should hear about: (name, text in the message,
+# what it means).
 _NOTABLE = [
-    ("CellTimeoutError", None, "timed out"),
-    ("KernelDied", None, "kernel died (os._exit or crash): later cells not run"),
-    ("KernelUnresponsive", None, "ignored the timeout interrupt: later cells not run"),
+    ("CellTimeoutError", "", "timed out"),
+    ("KernelDied", "", "kernel died (os._exit or crash): later cells not run"),
+    ("KernelUnresponsive", "", "ignored the timeout interrupt: later cells not run"),
     ("RuntimeError", "is the reference this exercise asks you to write", "called posenc's reference"),
-    ("SystemExit", None, "sys.exit() in a cell"),
-    ("KernelLost", None, "the kernel died or hung while the grader called its code: later cells not run"),
-    ("NoAnswer", None, "the kernel did not answer the grader's calls (code that changed or blocked them)"),
+    ("SystemExit", "", "sys.exit() in a cell"),
+    ("KernelLost", "", "the kernel died or hung while the grader called its code: later cells not run"),
+    ("NoAnswer", "", "the kernel did not answer the grader's calls (code that changed or blocked them)"),
 ]
 
 
@@ -51,20 +52,13 @@ def notes_for(assignment: str, student: str, cfg) -> list[str]:
     path = Path(cfg.CourseDirectory.autograded_directory) / student / assignment / f"{assignment}.ipynb"
     if not path.exists():
         return []
-    nb = nbformat.read(path, as_version=4)
-    errors = []  # (where, ename, evalue): the errors in the autograded notebook
-    for index, cell in enumerate(nb.cells):
-        where = course.grade_id(cell) or f"cell {index}"
-        errors += [(where, out.get("ename"), out.get("evalue", "")) for out in cell.get("outputs", [])
-                   if out.get("output_type") == "error"]
-    where_by_text = {}  # text -> the cells it happened in, in order
-    for where, ename, evalue in errors:
-        for name, needle, text in _NOTABLE:
-            if ename == name and (needle is None or needle in evalue):
-                cells = where_by_text.setdefault(text, [])
-                if where not in cells:
-                    cells.append(where)
-    notes = [f"{_where(cells)}: {text}" for text, cells in where_by_text.items()]
+    cells_by_note = {}  # what it means -> {cell: None}, in order
+    for index, cell in enumerate(nbformat.read(path, as_version=4).cells):
+        for out in [out for out in cell.get("outputs", []) if out.get("output_type") == "error"]:
+            for name, needle, text in _NOTABLE:
+                if out.get("ename") == name and needle in out.get("evalue", ""):
+                    cells_by_note.setdefault(text, {})[course.grade_id(cell) or f"cell {index}"] = None
+    notes = [f"{_where(list(cells))}: {text}" for text, cells in cells_by_note.items()]
     return notes + reference_notes(assignment, student, cfg)
 
 
@@ -74,38 +68,30 @@ def reference_notes(assignment: str, student: str, cfg) -> list[str]:
     grade cannot tell; `scan` lists every line."""
     path = Path(cfg.CourseDirectory.submitted_directory) / student / assignment / f"{assignment}.ipynb"
     try:
-        findings = [f for f in scan.scan_notebook(path, student, assignment) if f.message in scan.AROUND_THE_REFERENCE]
+        findings = [f for f in scan.scan_notebook(path, student, assignment)
+                    if f.message in scan.AROUND_THE_REFERENCE]
     except Exception:  # (unreadable now: grading has already said why)
         return []
     if not findings:
         return []
-    first = findings[0]
-    more = f" and {len(findings) - 1} more" if len(findings) > 1 else ""
+    first, more = findings[0], f" and {len(findings) - 1} more" if len(findings) > 1 else ""
     return [f"SCAN {first.cell} line {first.line}: {first.message}{more} (a way around the block on posenc's "
             "reference: read `scan`)"]
-
-
-def _fmt(x: float) -> str:
-    return f"{x:g}"
 
 
 def format_table(assignment: str, results: list[gradebook.Result]) -> str:
     """One chapter's score table: a row per student, a column per problem ("-" = awaiting manual grading)."""
     probs = problems(assignment)
-    header = ["student"] + [f"{p.grade_id}" + ("*" if p.kind != "test" else "") + f" /{_fmt(p.points)}"
-                            for p in probs] + [f"total /{_fmt(sum(p.points for p in probs))}", "notes"]
+    header = ["student"] + [f"{p.grade_id}{'*' if p.kind != 'test' else ''} /{p.points:g}"
+                            for p in probs] + [f"total /{sum(p.points for p in probs):g}", "notes"]
     rows = []
     for r in sorted(results, key=lambda r: r.student):
         cells = [printable.one_line(r.student)]
         for p in probs:
             s = r.scores.get(p.grade_id)
-            if s is None:
-                cells.append("?")
-            elif s.needs_manual_grade and s.manual_score is None:
-                cells.append("-")
-            else:
-                cells.append(_fmt(s.score))
-        cells.append(_fmt(r.total))
+            waiting = s is not None and s.needs_manual_grade and s.manual_score is None
+            cells.append("?" if s is None else "-" if waiting else f"{s.score:g}")
+        cells.append(f"{r.total:g}")
         cells.append(printable.one_line("; ".join(r.notes)))  # (a student's string: one line, no escapes)
         rows.append(cells)
     widths = [max(len(str(row[i])) for row in [header] + rows) for i in range(len(header) - 1)]
