@@ -1,7 +1,6 @@
 """Handed-in notebooks: finding them in the folder given to `grade` (``<student_id>/<chapter>/<chapter>.ipynb``,
-an LMS export or ``nbgrader collect``, unzipped), refusing what nbgrader must not read (links, files outside the
-folder, odd student ids, files that are not notebooks, tampered nbgrader metadata) with one line per student, and
-copying the readable ones into nbgrader's ``submitted`` folder."""
+an LMS export or ``nbgrader collect``, unzipped), refusing what nbgrader must not read with one line per student,
+and copying the readable ones into nbgrader's ``submitted`` folder."""
 
 from __future__ import annotations
 
@@ -24,9 +23,8 @@ MAX_NOTEBOOK_BYTES = 50 * 2**20
 # copied (a zip can carry a tree thousands of folders deep, which exhausts Python's recursion in shutil.copytree).
 MAX_FOLDER_DEPTH = 8
 MAX_FOLDER_ENTRIES = 1000
-# ... and past this many bytes in all (the notebook and every file beside it, links not counted: never copied).
-# A chapter folder is kept in submitted/ and autograded/ and copied into each grading's sandbox, so one large
-# file costs its size several times over. POSENC_MAX_SUBMISSION_MB changes it.
+# ... and past this many MiB in all (links not counted: never copied). A chapter folder is kept in submitted/ and
+# autograded/ and copied into each grading's sandbox, so one large file costs its size several times over.
 DEFAULT_MAX_FOLDER_MB = 64
 
 
@@ -54,27 +52,30 @@ class Submission:
 
 
 def notebook_problem(path: Path) -> str | None:
-    """Why nbgrader could not read this file as a notebook, in words; None if it can.
-
-    Whatever the file holds, this returns a sentence and never raises: one student's file must not stop the
-    grading of the class (JSON nested a few thousand levels deep makes the json module raise RecursionError,
-    a huge integer literal ValueError, a huge file MemoryError)."""
-    text, problem = _read_notebook_text(path)
-    if problem:
-        return problem
+    """Why nbgrader could not read this file as a notebook, in words; None if it can. Never raises, whatever the
+    file holds (JSON nested thousands deep raises RecursionError, a huge integer literal ValueError)."""
     try:
-        json.loads(text)
-    except json.JSONDecodeError as exc:
-        return f"{path.name} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); the file is corrupt"
-    except RecursionError:
-        return f"{path.name} is JSON nested too deeply to be a notebook"
-    except MemoryError:
-        return f"{path.name} is too large to read as JSON"
-    except ValueError as exc:  # e.g. an integer literal longer than Python converts
-        return f"{path.name} is not JSON a notebook can hold ({_first_line(exc)})"
+        with path.open("rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            data = b"" if size > MAX_NOTEBOOK_BYTES else f.read(MAX_NOTEBOOK_BYTES + 1)  # (it may have grown)
+        text = data.decode("utf-8")
+    except OSError as exc:
+        return f"cannot read {path.name}: {exc.strerror or exc}"
+    except UnicodeDecodeError as exc:
+        return f"cannot read {path.name}: it is not UTF-8 text ({exc.reason} at byte {exc.start})"
+    size = max(size, len(data))
+    if size > MAX_NOTEBOOK_BYTES:
+        return (f"{path.name} is {size / 2**20:.0f} MiB, over the {MAX_NOTEBOOK_BYTES / 2**20:g} MiB a notebook may "
+                "be (clear its outputs and hand it in again)")
     try:
-        nb = nbformat.reads(text, as_version=4)
-        nbformat.validate(nb)
+        try:
+            json.loads(text)
+        except json.JSONDecodeError as exc:
+            return (f"{path.name} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); the file "
+                    "is corrupt")
+        except ValueError as exc:  # e.g. an integer literal longer than Python converts
+            return f"{path.name} is not JSON a notebook can hold ({_first_line(exc)})"
+        nbformat.validate(nbformat.reads(text, as_version=4))
     except RecursionError:
         return f"{path.name} is JSON nested too deeply to be a notebook"
     except MemoryError:
@@ -84,60 +85,24 @@ def notebook_problem(path: Path) -> str | None:
     return None
 
 
-def _read_notebook_text(path: Path) -> tuple[str, str | None]:
-    """The file's text, or why it cannot be read: too large (refused before reading it), unreadable, not UTF-8."""
-    limit = f"{MAX_NOTEBOOK_BYTES / 2**20:g} MiB"
-    try:
-        size = path.stat().st_size
-        if size > MAX_NOTEBOOK_BYTES:
-            return "", (f"{path.name} is {size / 2**20:.0f} MiB, over the {limit} a notebook may be (clear "
-                        "its outputs and hand it in again)")
-        with path.open("rb") as f:
-            data = f.read(MAX_NOTEBOOK_BYTES + 1)  # the file may have grown since stat
-    except OSError as exc:
-        return "", f"cannot read {path.name}: {exc.strerror or exc}"
-    except MemoryError:
-        return "", f"{path.name} is too large to read"
-    if len(data) > MAX_NOTEBOOK_BYTES:
-        return "", f"{path.name} is over the {limit} a notebook may be (clear its outputs and hand it in again)"
-    try:
-        return data.decode("utf-8"), None
-    except UnicodeDecodeError as exc:
-        return "", f"cannot read {path.name}: it is not UTF-8 text ({exc.reason} at byte {exc.start})"
-
-
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return (text.splitlines()[0] if text else type(exc).__name__)[:200]
 
 
 def _shown(name: str) -> str:
-    """A folder name as it can be printed on one line (quoted when it holds a newline or other control)."""
+    """A name as it can be printed on one line (quoted when it holds a newline or other control)."""
     return name if name.isprintable() else repr(name)
 
 
-def _not_inside(path: Path, root: Path) -> str | None:
-    """Why path is not a real file or folder of the handed-in folder root (already resolved), in words;
-    None if it is. A symbolic link is refused wherever it points: `unzip` restores the links stored in a
-    zip, so `alice/01_why_position -> ../../solutions/01_why_position` would hand in the model solutions."""
-    if path.is_symlink():
-        try:
-            target = os.readlink(path)
-        except OSError:
-            target = "?"
-        return f"is a symbolic link (to {_shown(target)})"
-    try:
-        resolved = path.resolve(strict=True)
-    except (OSError, RuntimeError) as exc:
-        return f"cannot be read ({exc})"
-    if resolved != root and root not in resolved.parents:
-        return f"is outside the handed-in folder (it is {_shown(str(resolved))})"
-    return None
+def _link(path: Path) -> str | None:
+    """What is wrong with a link, refused wherever it points (`unzip` restores a zip's links: `alice/01 ->
+    ../../solutions/01` would hand in the model solutions); None for a real file or folder. Every entry is checked
+    from the resolved root down, so one that is not a link is inside the handed-in folder."""
+    return f"is a symbolic link (to {_shown(os.readlink(path))})" if path.is_symlink() else None
 
 
-def _refused(student: str, relative: str, path: Path, problem: str) -> str:
-    """The line for a student or chapter folder that is not a real folder of the handed-in one (a link that
-    leads nowhere is still called a folder: it stands where one should be)."""
+def _linked(student: str, relative: str, path: Path, problem: str) -> str:
     kind = "file" if path.is_file() else "folder"
     return f"{_shown(student)}: not graded: the {kind} {_shown(relative)} {problem}; hand in the notebook itself"
 
@@ -148,11 +113,8 @@ def _visible_entries(folder: Path) -> list[Path]:
 
 
 def find_submissions(folder: Path, assignments: list[str] | None = None) -> tuple[list[Submission], list[str]]:
-    """Every <student>/<chapter>/<chapter>.ipynb under folder; plus a message per entry that cannot be graded.
-
-    Submissions are files and nothing else: a student folder, chapter folder or notebook that is a symbolic
-    link, or that resolves outside the folder, is refused (with one line naming the student) before anything
-    is read or copied. The folder itself may be given through a link: it is resolved once, here."""
+    """Every <student>/<chapter>/<chapter>.ipynb under folder (itself resolved once: it may be a link), and a
+    one-line message naming the student for each entry that cannot be graded, refused before it is read or copied."""
     given = Path(folder)
     if not given.is_dir():
         raise SystemExit(f"{given} is not a folder (expected <student_id>/<chapter>/<chapter>.ipynb inside)")
@@ -161,9 +123,9 @@ def find_submissions(folder: Path, assignments: list[str] | None = None) -> tupl
     found, errors = [], []
     for student_dir in _visible_entries(root):
         student = student_dir.name
-        problem = _not_inside(student_dir, root)
+        problem = _link(student_dir)
         if problem:
-            errors.append(_refused(student, student, student_dir, problem))
+            errors.append(_linked(student, student, student_dir, problem))
             continue
         if not student_dir.is_dir():
             continue  # a stray file next to the student folders (an export's index, a zip)
@@ -177,75 +139,62 @@ def find_submissions(folder: Path, assignments: list[str] | None = None) -> tupl
             errors.append(f"{student}: not graded: cannot read the folder {student} ({exc.strerror or exc})")
             continue
         for chapter_dir in chapter_dirs:
-            name = chapter_dir.name
-            if assignments and name not in assignments:
+            if assignments and chapter_dir.name not in assignments:
                 continue
             try:
-                sub = _checked(student, chapter_dir, root, known, errors)
+                problem = _problem(student, chapter_dir, known)
             except OSError as exc:  # a folder this process may not enter, a file it may not read
-                errors.append(f"{student}: {_shown(name)} not graded: cannot read it ({exc.strerror or exc})")
-                continue
-            if sub is not None:
-                found.append(sub)
+                problem = f"{student}: {_shown(chapter_dir.name)} not graded: cannot read it ({exc.strerror or exc})"
+            if problem:
+                errors.append(problem)
+            elif problem is None:
+                found.append(Submission(student, chapter_dir.name, chapter_dir))
     return found, errors
 
 
-def _checked(student: str, chapter_dir: Path, root: Path, known: list[str], errors: list[str]) -> Submission | None:
-    """The submission in one chapter folder, or None with its line added to errors (None and no line for a
-    stray file beside the chapter folders)."""
+def _problem(student: str, chapter_dir: Path, known: list[str]) -> str | None:
+    """The line refusing one chapter folder; None if it is graded, "" for a stray file beside the chapter folders."""
     name = chapter_dir.name
-    problem = _not_inside(chapter_dir, root)
+    problem = _link(chapter_dir)
     if problem:
-        errors.append(_refused(student, f"{student}/{name}", chapter_dir, problem))
-        return None
+        return _linked(student, f"{student}/{name}", chapter_dir, problem)
     if not chapter_dir.is_dir():
-        return None
+        return ""
     if name not in known:
-        errors.append(f"{student}: {_shown(name)} is not an assignment of this course (known: {', '.join(known)})")
-        return None
-    sub = Submission(student, name, chapter_dir)
-    if sub.notebook.is_symlink():
-        errors.append(f"{student}: {name} not graded: {name}.ipynb is a symbolic link, not a file "
-                      "(hand in the notebook itself)")
-        return None
-    if not sub.notebook.is_file():
+        return f"{student}: {_shown(name)} is not an assignment of this course (known: {', '.join(known)})"
+    notebook = chapter_dir / f"{name}.ipynb"
+    if not notebook.is_file() and not notebook.is_symlink():
         others = sorted(_shown(p.name) for p in chapter_dir.glob("*.ipynb"))
         hint = f"; found {', '.join(others)}: rename it to {name}.ipynb" if others else ""
-        errors.append(f"{student}: not graded: {name}/{name}.ipynb is missing{hint}")
-        return None
-    problem = _not_inside(sub.notebook, root)
+        return f"{student}: not graded: {name}/{name}.ipynb is missing{hint}"
+    problem = _link(notebook)
     if problem:
-        errors.append(f"{student}: {name} not graded: {name}.ipynb {problem}")
-        return None
-    problem = folder_problem(chapter_dir) or notebook_problem(sub.notebook) or metadata_tampering(sub.notebook, name)
+        return f"{student}: {name} not graded: {name}.ipynb {problem}, not a file (hand in the notebook itself)"
+    problem = folder_problem(chapter_dir) or notebook_problem(notebook) or metadata_tampering(notebook, name)
     if problem:
-        errors.append(f"{student}: {name} not graded: {problem}. Their previous grades, if any, are kept.")
-        return None
-    return sub
+        return f"{student}: {name} not graded: {problem}. Their previous grades, if any, are kept."
+    return None
 
 
 def _left_behind(folder, name: str) -> bool:
-    """What copy_in does not copy: hidden files, caches, and symbolic links (copytree would copy a link's
-    *target*, so a submission holding `x -> /path/to/solutions/...` would bring the instructor's files into the
-    course folder)."""
+    """What copy_in does not copy: hidden files, caches, and symbolic links (copytree would copy a link's target:
+    `x -> /path/to/solutions/...` would bring the instructor's files into the course folder)."""
     return name.startswith(".") or name == "__pycache__" or os.path.islink(os.path.join(folder, name))
 
 
 def folder_problem(folder: Path) -> str | None:
-    """Why a chapter folder cannot be copied and graded as it stands, in words; None if it can: folders inside
-    it nested deeper than MAX_FOLDER_DEPTH, more than MAX_FOLDER_ENTRIES entries or ``max_folder_bytes()``
-    bytes, or an entry this process
-    cannot read (a zip restores modes: an entry stored with mode 000 stops a copy made by an instructor who is
-    not root). Walked with a stack, never recursively; links are neither followed nor copied (copy_in)."""
+    """Why a chapter folder cannot be copied and graded as it stands, in words; None if it can: folders nested
+    deeper than MAX_FOLDER_DEPTH, more than MAX_FOLDER_ENTRIES entries or ``max_folder_bytes()`` bytes, or an entry
+    this process cannot read (a zip restores a mode-000 entry, which stops a copy by an instructor who is not root).
+    Walked with a stack; links are neither followed nor counted (copy_in leaves them behind)."""
     stack, entries, size, limit = [(folder, 0)], 0, 0, max_folder_bytes()
     while stack:
         current, depth = stack.pop()
-        shown = _shown(str(current.relative_to(folder.parent)))
         try:
             with os.scandir(current) as listing:
                 items = list(listing)
         except OSError as exc:
-            return f"cannot read the folder {shown} ({exc.strerror or exc})"
+            return f"cannot read the folder {_shown(str(current.relative_to(folder.parent)))} ({exc.strerror or exc})"
         entries += len(items)
         if entries > MAX_FOLDER_ENTRIES:
             return (f"the folder {_shown(folder.name)} holds more than {MAX_FOLDER_ENTRIES} files and folders; hand "
@@ -268,49 +217,39 @@ def folder_problem(folder: Path) -> str | None:
     return None
 
 
-_FLAGS = ("grade", "solution", "task")  # (a changed `locked` or `points` nbgrader puts back itself)
-
-
 def metadata_tampering(path: Path, assignment: str) -> str | None:
-    """How the nbgrader metadata of a handed-in notebook differs from the lesson's, in words; None if it
-    does not. A cell may be missing, locked or unlocked, its points changed (nbgrader puts all that back),
-    but every cell that carries nbgrader metadata must carry a grade_id of the lesson, once, on the same
-    kind of cell, as the same kind of graded cell (test, solution, task). nbgrader itself fails on such a notebook with a bare KeyError or "Inconsistent
-    checksums", naming neither the student nor the cause."""
-    nb = nbformat.read(path, as_version=4)
+    """How the nbgrader metadata of a handed-in notebook differs from the lesson's, in words; None if it does not.
+    A cell may be missing, locked or unlocked, its points changed (nbgrader puts that back), but each cell with
+    nbgrader metadata must carry a grade_id of the lesson, once, on the same kind of cell, with the same grade,
+    solution and task flags: nbgrader fails on such a notebook with a bare KeyError or "Inconsistent checksums"."""
     lesson = nbformat.read(course.lesson_notebook(assignment), as_version=4)
     known = {course.grade_id(c): c for c in lesson.cells if course.grade_id(c)}
     seen = set()
-    for index, cell in enumerate(nb.cells):
+    for index, cell in enumerate(nbformat.read(path, as_version=4).cells):
         meta = cell.metadata.get("nbgrader")
         if meta is None:
             continue
         gid = meta.get("grade_id") if isinstance(meta, dict) else None
-        where = f"cell {index}"
+        tampered = f"its nbgrader metadata was tampered with: cell {index}"
         if gid is None:
-            return f"its nbgrader metadata was tampered with: {where} carries nbgrader metadata without a grade_id"
+            return f"{tampered} carries nbgrader metadata without a grade_id"
         if not isinstance(gid, str) or gid not in known:
-            return (f"its nbgrader metadata was tampered with: {where} carries grade_id {str(gid)[:40]!r}, "
-                    "which the lesson does not have")
+            return f"{tampered} carries grade_id {str(gid)[:40]!r}, which the lesson does not have"
         if gid in seen:
-            return f"its nbgrader metadata was tampered with: grade_id {gid!r} appears twice ({where})"
+            return f"its nbgrader metadata was tampered with: grade_id {gid!r} appears twice (cell {index})"
         seen.add(gid)
-        original = known[gid]
-        want = original.metadata["nbgrader"]
-        changed = [flag for flag in _FLAGS if bool(meta.get(flag)) != bool(want.get(flag))]
-        if cell.cell_type != original.cell_type:
-            changed.append("cell type")
+        want = known[gid].metadata["nbgrader"]
+        changed = [flag for flag in ("grade", "solution", "task") if bool(meta.get(flag)) != bool(want.get(flag))]
+        changed += ["cell type"] if cell.cell_type != known[gid].cell_type else []
         if changed:
-            return (f"its nbgrader metadata was tampered with: {where} ({gid}) has its {', '.join(changed)} "
-                    "changed from the lesson's")
+            return f"{tampered} ({gid}) has its {', '.join(changed)} changed from the lesson's"
     return None
 
 
 def copy_in(sub: Submission, cfg) -> Path:
-    """Copy one submission into nbgrader's submitted/<student>/<assignment>/ (replacing an older one). A
-    submission already there (``grade`` given nbgrader's own submitted folder, where ``nbgrader collect`` puts
-    what students handed in through the exchange, with its timestamp.txt) is graded where it lies, without the
-    symbolic links a copy would have left out."""
+    """Copy one submission into nbgrader's submitted/<student>/<assignment>/ (replacing an older one). One already
+    there (``grade`` given the submitted folder ``nbgrader collect`` fills) is graded where it lies, its links
+    removed as a copy would have left them out."""
     dest = Path(cfg.CourseDirectory.submitted_directory) / sub.student / sub.assignment
     if dest.exists() and dest.resolve() == sub.folder.resolve():
         for folder, dirs, files in os.walk(dest):
@@ -320,6 +259,5 @@ def copy_in(sub: Submission, cfg) -> Path:
         return dest
     if dest.exists():
         shutil.rmtree(dest)
-
     shutil.copytree(sub.folder, dest, ignore=lambda folder, names: [n for n in names if _left_behind(folder, n)])
     return dest
