@@ -1,23 +1,10 @@
-"""Values on the wire between the grading process and a student's kernel: JSON with tagged types, no pickle.
+"""Values between the grading process and a student's kernel: JSON with tagged types, no pickle.
 
-The grading process decides a test's verdict from the *values* the student's code returned, so those values
-cross from a hostile process into a trusted one. Decoding must therefore build nothing but inert data:
-numbers, strings, booleans, None, lists, tuples, dicts, NumPy arrays and scalars of numeric dtypes, and torch
-tensors (rebuilt from their bytes). Anything else arrives as ``Unsupported`` (its type name and a short
-repr), which the checks reject with a message naming the type. A list or dict that is JSON as it stands
-(str keys; exact str, int, float, bool and None inside) is sent as it is, so that a large one (the arena's
-results) costs what JSON costs in C, not a Python walk that tags every entry. Payloads larger than ``MAX_BYTES`` or
-nested deeper than ``MAX_DEPTH`` are refused with ``WireError``.
-
-What the grading process decodes is hostile data, so decoding is bounded in time and memory by what the
-payload says, not by what Python would make of it: at most ``MAX_ELEMENTS`` values in all (a 16 MB payload of
-empty lists would otherwise cost the grader about 25 times its size), a ``range`` no longer than that (it
-crosses as three numbers, and the checks turn it into an array), and a dict whose keys the kernel chose to share
-a hash (ints, floats and tuples make that easy, and each insertion then costs as much as the dict has entries:
-40,000 such keys took 40 s) is refused before it is built.
-
-Used on both sides: ``autograder.agent`` (inside the sandbox) encodes results and decodes arguments;
-``autograder.verdict`` (the grading process) does the opposite.
+Decoding builds inert data only (numbers, strings, bools, None, lists, tuples, dicts, NumPy arrays and scalars
+of numeric dtypes, torch tensors); any other type crosses as ``Unsupported``. What the grader decodes is
+hostile, so decoding is bounded by the payload, not by what Python would make of it: ``MAX_BYTES``,
+``MAX_DEPTH``, ``MAX_ELEMENTS`` values in all (a ``range`` counts its length), and at most ``MAX_SHARED_HASH``
+keys of a dict sharing a hash (chosen collisions make building a dict quadratic). Breaking one: ``WireError``.
 """
 
 from __future__ import annotations
@@ -33,6 +20,7 @@ MAX_BYTES = 16 << 20  # one encoded value (under sandbox.MAX_MESSAGE_BYTES, with
 MAX_DEPTH = 64  # lists, tuples and dicts inside each other
 MAX_ELEMENTS = 1 << 21  # values in one decoded payload (containers and leaves; an array counts as one)
 MAX_SHARED_HASH = 8  # keys of one decoded dict that may share a hash (CPython's -1 and -2 do, honestly)
+STORED = 64  # the large arguments the agent keeps (wire.Stored), oldest dropped first
 _DTYPES = {"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
            "float16", "float32", "float64", "complex64", "complex128", np.dtype(np.longdouble).name,
            np.dtype(np.clongdouble).name}
@@ -45,22 +33,18 @@ class WireError(ValueError):
 
 
 class Encoded:
-    """A value already turned into its wire form (``tree``, by :func:`encode`): sent as it is."""
+    """A value already in its wire form (``tree``, from :func:`encode`): sent as it is."""
 
     def __init__(self, tree):
         self.tree = tree
 
 
 class Stored:
-    """A large argument the kernel keeps between calls: sent once with its value (``text``, the value's wire
-    JSON), then by ``key`` alone. The agent keeps the last ``STORED`` of them, the grader mirrors that, so a
-    test that passes the same big value to many calls (chapter 8's results file) encodes it once."""
+    """A large argument the kernel keeps between calls (the last ``STORED``): sent once with its wire JSON
+    (``text``), then by ``key`` alone (``text`` None)."""
 
     def __init__(self, key: str, text: str | None):
         self.key, self.text = key, text
-
-
-STORED = 64
 
 
 class Unsupported:
@@ -73,49 +57,16 @@ class Unsupported:
         return f"<{self.type_name}: {self.text}>"
 
 
-def _array(arr: np.ndarray) -> dict:
+def _array(arr, tag: str = "ndarray") -> dict:
     arr = np.array(arr, order="C", copy=True)  # (ascontiguousarray would turn a 0-d array into 1-d)
-    return {"$": "ndarray", "dtype": arr.dtype.name, "shape": list(arr.shape),
+    return {"$": tag, "dtype": arr.dtype.name, "shape": list(arr.shape),
             "data": base64.b64encode(arr.tobytes()).decode("ascii")}
 
 
-_LEAVES = frozenset({str, int, float, bool, type(None)})  # JSON's own values, as exact types
-
-
-def _plain(value, depth: int, budget: "_Budget | None" = None) -> bool:
-    """Whether ``value`` (a list or dict) is JSON as it stands, checked type by type: lists, dicts with str
-    keys, and exact str, int, float, bool and None inside (a tuple, a NumPy scalar or a subclass is not, and
-    neither is nesting past MAX_DEPTH). Such a value is sent as it is, which JSON writes and reads in C.
-    With a ``budget`` (decoding), every value walked is counted against it."""
-    stack = [(value, depth)]
-    while stack:
-        container, level = stack.pop()
-        if level > MAX_DEPTH:
-            return False
-        if budget is not None:
-            budget.take(len(container) + 1)
-        if type(container) is dict:
-            if not all(type(key) is str for key in container):
-                return False
-            items = container.values()
-        else:
-            items = container
-        for item in items:
-            kind = type(item)
-            if kind in _LEAVES:
-                continue
-            if kind is list or kind is dict:
-                stack.append((item, level + 1))
-                continue
-            return False
-    return True
-
-
-def _encode(value, depth: int):
+def encode(value, depth: int = 0):
+    """``value`` in its wire form: what :func:`dumps` writes as JSON."""
     if depth > MAX_DEPTH:
         raise WireError(f"values nested more than {MAX_DEPTH} levels deep")
-    if (type(value) is list or type(value) is dict) and _plain(value, depth):
-        return {"$": "json", "value": value}
     if isinstance(value, np.ndarray) and value.dtype == object:  # numbers in an object array: as floats
         try:
             value = value.astype(np.float64)
@@ -123,18 +74,16 @@ def _encode(value, depth: int):
             pass
     if isinstance(value, np.ndarray) and value.dtype.name in _DTYPES:
         return _array(value)
-    if isinstance(value, np.generic) and value.dtype.name in _DTYPES:  # (np.float64 is also a float)
-        return {**_array(np.asarray(value)), "$": "npscalar"}
+    if isinstance(value, np.generic) and value.dtype.name in _DTYPES:  # (before float: np.float64 is one)
+        return _array(value, "npscalar")
     if value is None or isinstance(value, (bool, str)):
         return str(value) if isinstance(value, str) else value
-    if isinstance(value, int):
+    if isinstance(value, numbers.Integral):
         return int(value)  # (Python's json keeps ints exact, however large)
     if isinstance(value, float):
         return float(value)  # (json writes repr: the same float back, nan and inf included)
     if isinstance(value, complex):
         return {"$": "complex", "re": float.__repr__(value.real), "im": float.__repr__(value.imag)}
-    if isinstance(value, numbers.Integral):
-        return int(value)
     if isinstance(value, numbers.Number):  # Fraction, Decimal, a custom real: its value as a float
         try:
             return float(value)
@@ -146,17 +95,17 @@ def _encode(value, depth: int):
         if name in _TORCH_DTYPES:
             plain = value.detach().cpu()
             array = (plain.float() if name == "bfloat16" else plain).numpy()
-            return {**_array(array), "$": "tensor", "array_dtype": array.dtype.name, "dtype": name,
+            return {**_array(array, "tensor"), "array_dtype": array.dtype.name, "dtype": name,
                     "requires_grad": bool(value.requires_grad)}
     if isinstance(value, range):
         return {"$": "range", "start": int.__repr__(value.start), "stop": int.__repr__(value.stop),
                 "step": int.__repr__(value.step)}
     if isinstance(value, list):
-        return [_encode(v, depth + 1) for v in value]
+        return [encode(v, depth + 1) for v in value]
     if isinstance(value, tuple):
-        return {"$": "tuple", "items": [_encode(v, depth + 1) for v in value]}
+        return {"$": "tuple", "items": [encode(v, depth + 1) for v in value]}
     if isinstance(value, dict):
-        return {"$": "dict", "items": [[_encode(k, depth + 1), _encode(v, depth + 1)] for k, v in value.items()]}
+        return {"$": "dict", "items": [[encode(k, depth + 1), encode(v, depth + 1)] for k, v in value.items()]}
     if isinstance(value, Unsupported):
         return {"$": "unsupported", "type": value.type_name, "text": value.text}
     if isinstance(value, Stored):
@@ -170,14 +119,9 @@ def _encode(value, depth: int):
     return {"$": "unsupported", "type": type(value).__name__, "text": text[:200]}
 
 
-def encode(value):
-    """``value`` in its wire form: what :func:`dumps` writes as JSON."""
-    return _encode(value, 0)
-
-
 def dumps(value) -> str:
     """``value`` as JSON text (types outside the protocol become ``Unsupported``)."""
-    text = json.dumps(_encode(value, 0))
+    text = json.dumps(encode(value))
     if len(text) > MAX_BYTES:
         raise WireError(f"the value is larger than {MAX_BYTES >> 20} MB")
     return text
@@ -202,6 +146,13 @@ def _number(text, kind):
     return kind(text)
 
 
+def _items(obj) -> list:
+    items = obj.get("items")
+    if not isinstance(items, list):
+        raise WireError("malformed container")
+    return items
+
+
 class _Budget:
     """The values one payload may still decode to (``MAX_ELEMENTS`` in all)."""
 
@@ -215,9 +166,8 @@ class _Budget:
 
 
 def _dict(pairs: list) -> dict:
-    """A dict of decoded (key, value) pairs, refused when more than MAX_SHARED_HASH keys share a hash: the
-    keys' hashes are counted first (a dict of hash values, which are distinct ints when the keys are), so that
-    keys chosen to collide cost linear time to find, not quadratic time to insert."""
+    """A dict of decoded pairs, refused when more than MAX_SHARED_HASH keys share a hash: counted first in a
+    dict of the hashes (distinct ints when the keys are), in linear time."""
     counts = {}
     for key, _ in pairs:
         try:
@@ -242,11 +192,6 @@ def _decode(obj, depth: int, budget: _Budget):
     if not isinstance(obj, dict):
         raise WireError(f"unexpected {type(obj).__name__}")
     tag = obj.get("$")
-    if tag == "json":
-        value = obj.get("value")
-        if not isinstance(value, (list, dict)) or not _plain(value, depth, budget):  # (json.loads built it)
-            raise WireError(f"malformed plain value (a list or dict nested at most {MAX_DEPTH} levels)")
-        return value
     if tag == "complex":
         return complex(_number(obj.get("re"), float), _number(obj.get("im"), float))
     if tag == "ndarray":
@@ -269,9 +214,7 @@ def _decode(obj, depth: int, budget: _Budget):
         value = range(*bounds)
         try:
             budget.take(len(value))  # (lazy here, but every check turns it into a list or an array)
-        except OverflowError:
-            raise WireError(f"a range of more than {MAX_ELEMENTS} values") from None
-        except WireError:
+        except (OverflowError, WireError):
             raise WireError(f"a range of more than {MAX_ELEMENTS} values") from None
         return value
     if tag == "tuple":
@@ -291,13 +234,6 @@ def _decode(obj, depth: int, budget: _Budget):
             raise WireError("malformed stored value")
         return Stored(key, text)
     raise WireError(f"unknown tag {str(tag)[:40]!r}")
-
-
-def _items(obj) -> list:
-    items = obj.get("items")
-    if not isinstance(items, list):
-        raise WireError("malformed container")
-    return items
 
 
 def loads(text) -> object:

@@ -51,7 +51,7 @@ def test_decoding_counts_every_value_against_one_cap(monkeypatch):
     with pytest.raises(wire.WireError, match="values in one payload"):
         wire.loads(json.dumps([[]] * 1001))  # tagged lists
     with pytest.raises(wire.WireError, match="values in one payload"):
-        wire.loads(json.dumps({"$": "json", "value": [[]] * 1001}))  # the plain path
+        wire.loads(json.dumps({"$": "dict", "items": [[0, []]] * 1001}))
     with pytest.raises(wire.WireError, match="values in one payload"):
         wire.loads(json.dumps({"$": "tuple", "items": [0] * 1001}))
     assert wire.loads(wire.dumps([[]] * 400)) == [[]] * 400

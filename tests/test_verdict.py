@@ -61,9 +61,7 @@ def test_wire_round_trip_keeps_value_and_type(value):
 
 @pytest.mark.parametrize("value", [
     {"a": [1.0, 2, None, True, "x"], "b": {"c": []}}, [[0.5] * 3] * 2, {"k": {"nested": {"deeper": [float("inf")]}}}])
-def test_plain_json_values_go_as_they_are_and_come_back_equal(value):
-    tree = wire.encode(value)
-    assert tree == {"$": "json", "value": value}
+def test_plain_json_values_come_back_equal(value):
     assert wire.loads(wire.dumps(value)) == value
 
 
@@ -99,11 +97,8 @@ def test_a_plain_value_nested_too_deep_is_refused_both_ways():
         deep = [deep]
     with pytest.raises(wire.WireError, match="nested"):
         wire.dumps(deep)
-    payload = json.dumps({"$": "json", "value": deep})
-    with pytest.raises(wire.WireError, match="nested at most"):
-        wire.loads(payload)
-    with pytest.raises(wire.WireError, match="malformed plain"):
-        wire.loads(json.dumps({"$": "json", "value": 3}))
+    with pytest.raises(wire.WireError, match="nested"):
+        wire.loads(json.dumps(deep))
 
 
 def test_close_fails_against_an_expected_value_that_is_nan_or_inf():
