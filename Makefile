@@ -111,7 +111,7 @@ export: $(STAMP)
 	$(PY) -m autograder export $(if $(GRADES),--to "$(GRADES)")
 
 bench: $(STAMP) assets
-	$(PY) -m posenc.bench
+	$(PY) tools/bench_posenc.py
 	$(PY) tools/bench_book.py
 	$(PY) tools/bench_grading.py
 

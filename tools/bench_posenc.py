@@ -15,7 +15,7 @@ import time
 import numpy as np
 import torch
 
-from .rope import apply_rope, rope_angles
+from posenc.rope import apply_rope, rope_angles
 
 
 def rotate_half(x):
