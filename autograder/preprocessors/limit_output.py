@@ -1,6 +1,5 @@
-"""``LimitOutput``: nbgrader's ``LimitOutput`` (at most ``max_lines`` lines per cell, ``max_traceback`` traceback
-lines) plus ``max_chars`` characters per text output: one ``print("x" * 10**8)`` is a single line, which
-nbgrader's line limit lets through into the autograded notebook and the feedback page."""
+"""``LimitOutput``: nbgrader's (``max_lines`` lines per cell, ``max_traceback`` traceback lines) plus ``max_chars``
+characters per text output: one ``print("x" * 10**8)`` is a single line, which nbgrader's limit lets through."""
 
 from __future__ import annotations
 
@@ -9,15 +8,14 @@ from traitlets import Integer
 
 
 class LimitOutput(NbgraderLimitOutput):
-    """nbgrader's LimitOutput, plus a limit on the characters of each text output."""
-
     max_chars = Integer(
         20_000, help="maximum number of characters of each text output of a cell (-1 means no limit)"
     ).tag(config=True)
 
-    def _limit_chars(self, cell):
+    def preprocess_cell(self, cell, resources, cell_index):
+        cell, resources = super().preprocess_cell(cell, resources, cell_index)
         if self.max_chars == -1 or cell.cell_type != "code":
-            return cell
+            return cell, resources
         note = f"\n... Output truncated (more than {self.max_chars} characters) ..."
         for output in cell.outputs:
             if output.output_type == "stream" and len(output.text) > self.max_chars:
@@ -29,8 +27,4 @@ class LimitOutput(NbgraderLimitOutput):
             elif output.output_type == "error":
                 output.evalue = output.evalue[: self.max_chars]
                 output.traceback = [line[: self.max_chars] for line in output.traceback]
-        return cell
-
-    def preprocess_cell(self, cell, resources, cell_index):
-        cell, resources = super().preprocess_cell(cell, resources, cell_index)
-        return self._limit_chars(cell), resources
+        return cell, resources

@@ -1,7 +1,6 @@
-"""``SandboxedExecute``: the course's Execute step (``GuardedExecute``) with each kernel started in the bubblewrap
-sandbox by ``autograder.sandbox.SandboxKernelManager``. The course config selects it for autograde only (students'
-own `nbgrader validate` and JupyterLab are unaffected); ``autograder.config`` swaps it for ``GuardedExecute`` when
-an instructor grades ``--unsandboxed``."""
+"""``SandboxedExecute``: ``GuardedExecute`` with each kernel started in the bubblewrap sandbox
+(``autograder.sandbox.SandboxKernelManager``); autograde's default (``autograder.config`` swaps it back for
+``--unsandboxed``)."""
 
 from __future__ import annotations
 
@@ -14,13 +13,9 @@ from .guarded_execute import GuardedExecute
 
 
 class SandboxedExecute(GuardedExecute):
-    """The course's Execute step (GuardedExecute), with each kernel started by SandboxKernelManager.
-    Configured for autograde only: students' own `nbgrader validate` and JupyterLab are unaffected.
-
-    It also bounds what a cell's output costs the grading process *while* the cell runs: nbgrader's
-    LimitOutput cuts outputs only after the whole notebook ran, so `while True: print(...)` would fill the
-    grader's memory until the cell's timeout. Past ``max_output_chars`` characters of a cell's output, the
-    rest is dropped (errors are always kept) and a note says so."""
+    """Also bounds a cell's output while the cell runs (nbgrader's LimitOutput cuts it only after the notebook
+    ran, so `while True: print(...)` would fill the grader's memory until the timeout): past
+    ``max_output_chars`` characters the rest is dropped, errors kept, and a note says so."""
 
     max_output_chars = Integer(2_000_000, help="characters of output kept per cell while it runs").tag(config=True)
 
@@ -29,17 +24,14 @@ class SandboxedExecute(GuardedExecute):
         super().__init__(*args, **kwargs)
 
     def preprocess(self, nb, resources=None, km=None):
-        reason = unavailable()
-        if reason:
+        if reason := unavailable():
             raise RuntimeError(f"refusing to run this submission unsandboxed: {reason}. "
                                "`python -m autograder grade --unsandboxed` runs it anyway (see its warning).")
         self._output_used = {}
         return super().preprocess(nb, resources, km)
 
     def handle_comm_msg(self, outs, msg, cell_index):
-        """Widget (comm) messages are dropped: nbclient would keep every one in memory for the notebook's
-        widget state, which a grading run never shows (InertOutputs removes widget views)."""
-        return None
+        return None  # nbclient would keep every widget message for a widget state that InertOutputs drops
 
     def output(self, outs, msg, display_id, cell_index):
         content = msg.get("content", {})
