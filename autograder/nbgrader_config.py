@@ -48,8 +48,6 @@ c.LimitOutput.max_lines = 1000
 c.LimitOutput.max_traceback = 100
 c.LimitOutput.max_chars = 20000
 c.OverwriteCells.add_missing_cells = True
-c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
-c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 
 # formgrader and the feedback pages: HTML outputs through nbconvert's sanitizer (behind InertOutputs, for
 # notebooks autograded before it), and "awaiting grading" for an answer not graded yet (autograder/feedback.py).

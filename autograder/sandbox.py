@@ -95,15 +95,13 @@ def _namespace_args() -> list[str]:
 
 
 def _project_roots() -> list[Path]:
-    """This checkout, and the one an editable install of the project points at if that is another (the kernel
-    imports posenc through the install's finder)."""
+    """This checkout, and the folder the project was installed from if another (the kernel imports posenc and
+    autograder through an editable install's finder)."""
     try:
-        info = json.loads(distribution("posenc").read_text("direct_url.json") or "{}")
+        url = json.loads(distribution("posenc").read_text("direct_url.json") or "{}").get("url", "")
     except (PackageNotFoundError, ValueError, OSError):
-        info = {}
-    url = info.get("url", "")
-    editable = info.get("dir_info", {}).get("editable") and url.startswith("file://")
-    return [ROOT, Path(url.removeprefix("file://"))] if editable else [ROOT]
+        url = ""
+    return [ROOT, Path(url.removeprefix("file://"))] if url.startswith("file://") else [ROOT]
 
 
 def _readonly_paths() -> list[Path]:
@@ -112,11 +110,7 @@ def _readonly_paths() -> list[Path]:
     paths = [Path(sys.base_prefix), Path(sys.prefix), Path(sys.executable).resolve().parent.parent]
     for root in _project_roots():
         paths += [root / "posenc", root / "book" / "data", *(root / "autograder" / f"{m}.py" for m in KERNEL_MODULES)]
-    out = []
-    for real in map(Path, map(os.path.realpath, paths)):
-        if real.exists() and real not in out and not any(real.is_relative_to(q) for q in out if q.is_dir()):
-            out.append(real)
-    return out
+    return [real for real in dict.fromkeys(map(Path, map(os.path.realpath, paths))) if real.exists()]
 
 
 def _mount_args(readonly: list[Path], writable: list[tuple[Path, Path]]) -> list[str]:
@@ -127,7 +121,6 @@ def _mount_args(readonly: list[Path], writable: list[tuple[Path, Path]]) -> list
     args = []
     for name in SYSTEM:
         args += ["--symlink", os.readlink(name), name] if os.path.islink(name) else ["--ro-bind-try", name, name]
-    readonly = [p for p in readonly if not any(p.is_relative_to(s) for s in SYSTEM)]
     for path in readonly:
         args += ["--dir", str(path.parent), "--ro-bind", str(path), str(path)]
     for source, target in writable:
@@ -168,10 +161,9 @@ class SandboxKernelManager(IpcKernelManager):
         return spec
 
     def make_sandbox(self, source: Path) -> None:
-        """The sandbox's private folder: ipc/ for the sockets, and work/, a copy of ``source`` (symlinks as
-        symlinks) without its notebooks, mounted at ``source``: the one being graded carries the hidden tests
-        and the kernel is sent its cells, and nothing a cell writes reaches a folder the grader reads. As root,
-        both belong to an otherwise unused uid per kernel: RLIMIT_NPROC does not bind root, and counts per uid."""
+        """The sandbox's private folder: ipc/ for the sockets, and work/, mounted at ``source``: a copy of it
+        (symlinks as symlinks) without its notebooks, thrown away after. As root, both belong to an otherwise
+        unused uid per kernel: RLIMIT_NPROC does not bind root, and counts per uid."""
         self._sandbox_dir = Path(tempfile.mkdtemp(prefix="posenc-sandbox-"))
         os.chmod(self._sandbox_dir, 0o711)
         ipc, work = self._sandbox_dir / "ipc", self._sandbox_dir / "work"

@@ -1,6 +1,5 @@
-"""``python -m autograder grade SUBMISSIONS [--jobs N] [--assignment CH] [--unsandboxed]``: check every handed-in
-notebook, put the chapters and students in the gradebook, copy the readable submissions into nbgrader's
-``submitted`` folder, autograde them (``jobs`` at a time) and print a score table per chapter."""
+"""``python -m autograder grade SUBMISSIONS [--jobs N] [--assignment CH] [--unsandboxed]``: the steps are listed
+in autograder/README.md ("Commands")."""
 
 from __future__ import annotations
 
@@ -12,8 +11,8 @@ from .. import autograde, config, course, gradebook, printable, report, submissi
 
 
 def grade(folder, jobs: int = 1, assignments=None, out=print, unsandboxed: bool = False) -> int:
-    """Returns the exit status: 1 if any submission could not be graded, 2 if grading was refused because no
-    sandbox is available and ``unsandboxed`` was not given or the gradebook cannot be opened, 0 otherwise."""
+    """Returns 1 if any submission could not be graded, 2 if nobody was (no sandbox without ``unsandboxed``, a
+    bad setting, a gradebook that cannot be opened), 0 otherwise."""
     if config.refused(unsandboxed, out):
         return 2
     try:
@@ -34,63 +33,57 @@ def grade(folder, jobs: int = 1, assignments=None, out=print, unsandboxed: bool 
         out(f"ERROR nobody was graded: {exc}")
         return 2
     try:
-        return _grade(found, errors, cfg, jobs, out)
+        with gradebook.session():
+            return _grade(found, errors, cfg, jobs, out)
     except gradebook.Unavailable as exc:  # the database server stopped answering between two steps
         out(f"ERROR {exc}")
         return 1
 
 
-def _grade(found, errors, cfg, jobs, out) -> int:
-    with gradebook.session():
-        failures = gradebook.sync_assignments(sorted({s.assignment for s in found}), cfg)
-        for message in failures.values():
-            errors.append(message)
-            out(f"ERROR {message}")
-        found = [s for s in found if s.assignment not in failures]
-        if not found:
-            return 1
-        names = sorted({s.assignment for s in found})
-        gradebook.register_students([s.student for s in found], cfg)
-        copied = []
-        for sub in found:
-            try:
-                submissions.copy_in(sub, cfg)
-            except (OSError, shutil.Error, RecursionError) as exc:  # (what changed since find_submissions looked)
-                errors.append(f"{sub.student}: {sub.assignment} not graded: its folder could not be copied "
-                              f"({type(exc).__name__}: {str(exc)[:200]})")
-                out(f"ERROR {errors[-1]}")
-                continue
+def _grade(found, errors: list, cfg, jobs, out) -> int:
+    def error(message):
+        errors.append(message)
+        out(f"ERROR {message}")
+
+    failures = gradebook.sync_assignments(sorted({s.assignment for s in found}), cfg)
+    for message in failures.values():
+        error(message)
+    found = [s for s in found if s.assignment not in failures]
+    names = sorted({s.assignment for s in found})
+    gradebook.register_students([s.student for s in found], cfg)
+    copied = []
+    for sub in found:
+        try:
+            submissions.copy_in(sub, cfg)
             copied.append(sub)
-        found = copied
-        if not found:
-            return 1
-        out(f"autograding {len(found)} submissions of {len(names)} assignments with {jobs} job(s) "
-            f"into {course.course_dir()}")
-        start = time.perf_counter()
-        results = autograde.autograde([(s.assignment, s.student) for s in found], cfg, jobs=jobs,
-                                      progress=lambda r: out(f"  {r['student']}/{r['assignment']}: "
-                                                             f"{'ok' if r['success'] else 'FAILED'} "
-                                                             f"({r['seconds']:.1f} s)"))
-        out(f"autograded in {time.perf_counter() - start:.1f} s")
-        down = next((r["unavailable"] for r in results if r.get("unavailable")), None)
-        if down:  # one line for the database, not one per submission it failed
-            out(f"ERROR grading stopped after {sum(r['success'] for r in results)} of {len(results)} submissions: "
-                f"{down}")
-            return 1
-        for r in results:
-            if r["success"]:
-                continue
-            if r.get("died"):
-                errors.append(f"{r['student']}: {r['assignment']} not graded: {r['error']}")
-            else:
-                errors.append(f"{r['student']}: {r['assignment']}: nbgrader could not autograde it:\n{r['error']}")
-            out(f"ERROR {errors[-1]}")
-        graded = {(s.student, s.assignment) for s in found}
-        scores = gradebook.read_scores(names, cfg)
-        for name in names:
-            rows = [r for key, r in scores.items() if key in graded and r.assignment == name]
-            for r in rows:
-                r.notes = report.notes_for(name, r.student, cfg)
-            out("")
-            out(report.format_table(name, rows))
+        except (OSError, shutil.Error, RecursionError) as exc:  # (what changed since find_submissions looked)
+            error(f"{sub.student}: {sub.assignment} not graded: its folder could not be copied "
+                  f"({type(exc).__name__}: {str(exc)[:200]})")
+    if not copied:
+        return 1
+    out(f"autograding {len(copied)} submissions of {len(names)} assignments with {jobs} job(s) "
+        f"into {course.course_dir()}")
+    start = time.perf_counter()
+    results = autograde.autograde([(s.assignment, s.student) for s in copied], cfg, jobs=jobs,
+                                  progress=lambda r: out(f"  {r['student']}/{r['assignment']}: "
+                                                         f"{'ok' if r['success'] else 'FAILED'} "
+                                                         f"({r['seconds']:.1f} s)"))
+    out(f"autograded in {time.perf_counter() - start:.1f} s")
+    down = next((r["unavailable"] for r in results if r.get("unavailable")), None)
+    if down:  # one line for the database, not one per submission it failed
+        out(f"ERROR grading stopped after {sum(r['success'] for r in results)} of {len(results)} submissions: "
+            f"{down}")
+        return 1
+    for r in results:
+        if not r["success"]:
+            error(f"{r['student']}: {r['assignment']}" + (f" not graded: {r['error']}" if r.get("died") else
+                                                          f": nbgrader could not autograde it:\n{r['error']}"))
+    graded = {(s.student, s.assignment) for s in copied}
+    scores = gradebook.read_scores(names, cfg)
+    for name in names:
+        rows = [r for key, r in scores.items() if key in graded and r.assignment == name]
+        for r in rows:
+            r.notes = report.notes_for(name, r.student, cfg)
+        out("")
+        out(report.format_table(name, rows))
     return 1 if errors else 0

@@ -1,5 +1,5 @@
 """``python -m autograder validate NOTEBOOK ... [--unsandboxed]``: nbgrader's validate (the visible tests, as a
-student's Validate button runs them) on notebooks handed in by students, with their kernel in the sandbox."""
+student's Validate button runs them) on handed-in notebooks, their kernel in the sandbox."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from .. import config, gradebook
 
 
 class RecordingValidator(Validator):
-    """nbgrader's Validator, keeping the results it prints (so that the exit status can say them)."""
+    """nbgrader's Validator, keeping the results it prints (for the exit status)."""
 
     def validate(self, filename):
         self.results = super().validate(filename)
@@ -25,8 +25,7 @@ def validate(paths, unsandboxed: bool = False, out=print) -> int:
         return 2
     cfg = config.load_config(sandboxed=not unsandboxed)
     validator = RecordingValidator(config=cfg)
-    # nbgrader's own steps, with the Execute step autograde uses (sandboxed unless --unsandboxed).
-    validator.preprocessors = [CheckCellMetadata, ClearOutput, config.execute_step(cfg)]
+    validator.preprocessors = [CheckCellMetadata, ClearOutput, config.execute_step(cfg)]  # (autograde's Execute)
     status = 0
     with gradebook.session():
         for path in map(Path, paths):
@@ -37,11 +36,9 @@ def validate(paths, unsandboxed: bool = False, out=print) -> int:
             out(f"[{path}]")
             try:
                 validator.validate_and_print(str(path.resolve()))
+                if any(validator.results.get(key) for key in ("failed", "type_changed", "changed")):
+                    status = 1
             except Exception as exc:  # a corrupt file, a kernel that would not start: name it, go on
                 out(f"ERROR {path}: could not be validated: {type(exc).__name__}: {exc}")
-                status = 1
-                continue
-            results = validator.results
-            if results.get("failed") or results.get("type_changed") or results.get("changed"):
                 status = 1
     return status
