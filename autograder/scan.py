@@ -1,18 +1,8 @@
 """What ``python -m autograder scan`` lists and ``grade`` notes (``report.reference_notes``): code that can reach
-posenc's reference around the block on it, in every code cell that is not, byte for byte, one of the released
-lesson's (a cell's metadata is the student's to edit: it decides nothing).
-
-While autograding, test cells run only in the grading process, which checks the kernel's answers with its own
-numpy and posenc: hooks, patches of numpy or of the notebook's names, exits and swallowed interrupts change no
-verdict, and files and the network are the sandbox's. What the kernel still decides is whether the reference is
-usable while the grader calls the student's code: ``checks.blocked`` swaps the code of the functions found at
-their dotted paths and refuses to import modules not loaded yet. Each reason below is a way round that. Code
-that runs between calls (a thread, a timer) is not: it sees only inputs already answered, and a hidden test
-judges the first case of every call, on inputs drawn for this submission.
-
-Uses of posenc are listed too: an answer that is a value can be computed with it, which the exercise may allow.
-Python is too dynamic for a scan to prove code harmless; it finds these constructs. A cell that does not parse
-runs nothing in the kernel either: it is read as text, for a human.
+posenc's reference around the block on it (``checks.blocked``: each reason below is a way round it), and uses of
+posenc, in every code cell that is not byte for byte one of the released lesson's. Hooks, patches of numpy,
+exits and threads are no findings: no test runs in the kernel, and a thread sees only inputs already answered.
+Python is too dynamic for a scan to prove code harmless; a cell that does not parse is read as text, for a human.
 """
 
 from __future__ import annotations
@@ -45,7 +35,7 @@ TEXT_ONLY = "(checked by text only)"
 
 
 class _Reasons(tuple):
-    """``finding.message in AROUND_THE_REFERENCE``: whether a finding gives one of these reasons."""
+    """``message in AROUND_THE_REFERENCE``: whether a finding's message gives one of these reasons."""
 
     def __contains__(self, message) -> bool:
         return isinstance(message, str) and message.startswith(tuple(self))
@@ -95,7 +85,6 @@ def block_names() -> frozenset[str]:
                      if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)))
 
 
-@functools.lru_cache(maxsize=None)
 def _installed(top: str) -> bool:
     """Whether a kernel imports ``top`` from the standard library or the environment, not the student's folder."""
     if top in sys.stdlib_module_names or top in BLOCK_MODULES:
@@ -128,27 +117,22 @@ def _words(source: str) -> set[tuple[int, str]]:
     return found
 
 
-def _as_python(source: str) -> tuple[str, set[int]]:
-    """The cell as IPython runs it (magics become calls on get_ipython()), and the lines IPython rewrote, where a
-    get_ipython() is IPython's (unless the line had one already)."""
+def scan_source(source: str, depth: int = 0) -> list[tuple[int, str]]:
+    """(line, message) for each finding in one cell's code as IPython runs it (magics become calls on get_ipython();
+    ``depth`` 1: the code a magic runs). Never raises: a cell that does not parse, or is nested too deeply for
+    Python's parser, is read as text."""
     from IPython.core.inputtransformer2 import TransformerManager
 
     try:
         code = TransformerManager().transform_cell(source)
     except Exception:  # a cell IPython cannot tokenize: read as plain Python
-        return source, set()
+        code = source
+    # the lines IPython rewrote, where a get_ipython() is IPython's (unless the line had one already)
     before = source.splitlines() + [""] * len(code.splitlines())
-    return code, {n for n, (was, now) in enumerate(zip(before, code.splitlines()), 1)
-                  if was != now and "get_ipython" not in was}
-
-
-def scan_source(source: str, solution_cell: bool = True, depth: int = 0) -> list[tuple[int, str]]:
-    """(line, message) for each finding in one cell's code (``depth`` 1: the code a magic runs). Never raises: a
-    cell that does not parse, or is nested too deeply for Python's parser, is read as text."""
-    code, rewritten = _as_python(source)
+    rewritten = {n for n, (was, now) in enumerate(zip(before, code.splitlines()), 1)
+                 if was != now and "get_ipython" not in was}
     try:
-        tree = ast.parse(code)
-        return sorted(set(_Cell(tree, rewritten, solution_cell, depth).findings()))
+        return sorted(set(_Cell(ast.parse(code), rewritten, depth).findings()))
     except SyntaxError as exc:
         why, line = "does not parse as Python", exc.lineno or 1
     except (RecursionError, MemoryError, ValueError):
@@ -159,8 +143,8 @@ def scan_source(source: str, solution_cell: bool = True, depth: int = 0) -> list
 class _Cell:
     """One parsed cell: what its names stand for, and a check for each kind of node (named after it)."""
 
-    def __init__(self, tree, rewritten: set[int], solution_cell: bool, depth: int):
-        self.rewritten, self.solution_cell, self.depth = rewritten, solution_cell, depth
+    def __init__(self, tree, rewritten: set[int], depth: int):
+        self.rewritten, self.depth = rewritten, depth
         self.nodes = nodes = list(ast.walk(tree))
         self.parent = {child: node for node in nodes for child in ast.iter_child_nodes(node)}
         imports = [(node, a) for node in nodes if isinstance(node, (ast.Import, ast.ImportFrom)) for a in node.names]
@@ -210,7 +194,7 @@ class _Cell:
             yield from (f"{_word(p)} ({p})" for p in parts if (_word(p) if p != parts[0] else MODULES.get(p)))
             yield from [f"{IMPORTS} (sys.path)"] * (parts[:2] == ["sys", "path"])
             yield from [f"{LOCAL} ({'.'.join(parts)})"] * bool(getattr(node, "level", 0) or not _installed(parts[0]))
-            yield from [USES_POSENC] * (parts[0] == "posenc" and self.solution_cell)
+            yield from [USES_POSENC] * (parts[0] == "posenc")
 
     ImportFrom = Import
 
@@ -218,7 +202,7 @@ class _Cell:
         up, name = self.parent.get(node), node.id
         if _dunder(name):
             yield f"{INTERNALS} ({name})"
-        if name == "posenc" and isinstance(node.ctx, ast.Load) and self.solution_cell:
+        if name == "posenc" and isinstance(node.ctx, ast.Load):
             yield USES_POSENC
         if name in self.local:
             return
@@ -268,16 +252,8 @@ class _Cell:
         if texts[0] not in QUIET_MAGICS or self.depth:  # (a magic in a magic's code: no honest cell has one)
             yield f"{MAGIC} (%{texts[0] if texts[0].isidentifier() else repr(texts[0][:60])})"
         for text in texts[1:3]:  # the magic's line, a cell magic's body (`%timeit -n1 code` parses as text only)
-            found = [(1, TEXT_ONLY)] if self.depth else scan_source(text, self.solution_cell, depth=1)
+            found = [(1, TEXT_ONLY)] if self.depth else scan_source(text, depth=1)
             yield from (m for _, m in (_words(text) if any(TEXT_ONLY in m for _, m in found) else found))
-
-
-def _lesson_sources(assignment: str) -> set[str]:
-    """The source of every code cell of the released lesson, as handed out."""
-    path = course.lesson_notebook(assignment)
-    if not path.exists():
-        return set()
-    return {cell.source for cell in nbformat.read(path, as_version=4).cells if cell.cell_type == "code"}
 
 
 @dataclass
@@ -298,8 +274,10 @@ def _cell_label(index: int, cell) -> str:
 def scan_notebook(path: Path, student: str, assignment: str) -> list[Finding]:
     """Findings in every code cell of a handed-in notebook that is not, byte for byte, a code cell of the
     released lesson: which cells are read depends on their source alone, never on their metadata or ids."""
-    lesson = _lesson_sources(assignment)
+    released = course.lesson_notebook(assignment)
+    lesson = {c.source for c in nbformat.read(released, as_version=4).cells if c.cell_type == "code"} \
+        if released.exists() else ()
     return [Finding(student, assignment, _cell_label(index, cell), line, message)
             for index, cell in enumerate(nbformat.read(path, as_version=4).cells)
             if cell.cell_type == "code" and cell.source not in lesson
-            for line, message in scan_source(cell.source, solution_cell=True)]
+            for line, message in scan_source(cell.source)]

@@ -368,7 +368,7 @@ WAYS_AROUND = [
                                                          enumerate(WAYS_AROUND)])
 def test_scan_finds_each_way_around_the_block(code, reason):
     """Each is read as code (not text), gives its reason, and goes in the notes column (AROUND_THE_REFERENCE)."""
-    found = [message for _, message in scan.scan_source(code, solution_cell=True)]
+    found = [message for _, message in scan.scan_source(code)]
     assert any(message.startswith(reason) for message in found), found
     assert all(scan.TEXT_ONLY not in message for message in found), found
     assert any(message in scan.AROUND_THE_REFERENCE for message in found), found
@@ -397,14 +397,14 @@ NO_VERDICT = [  # no test runs in the kernel, and the grader checks values with 
 
 @pytest.mark.parametrize("code", NO_VERDICT)
 def test_scan_is_quiet_on_what_changes_no_verdict(code):
-    assert scan.scan_source(code, solution_cell=True) == []
+    assert scan.scan_source(code) == []
 
 
 @pytest.mark.parametrize("kind", sorted(synthetic.PATCHES))
 def test_a_patch_of_numpy_is_no_finding_and_one_of_posenc_is(kind):
     """The hostile class's monkeypatches: numpy's and math's change nothing; posenc's rebinds every name the block
     looks up."""
-    found = [message for _, message in scan.scan_source(synthetic.PATCHES[kind], solution_cell=True)]
+    found = [message for _, message in scan.scan_source(synthetic.PATCHES[kind])]
     if kind == "patch_posenc":
         assert any(message in scan.AROUND_THE_REFERENCE for message in found), found
     else:
@@ -422,7 +422,7 @@ def test_scan_is_quiet_on_the_reference_solutions(name):
     """The source solutions, typed in by a student, raise no finding but uses of posenc (no false alarms)."""
     a = synthetic.Assignment.load(name)
     for sid, source in a.solution_source.items():
-        found = [m for _, m in scan.scan_source(synthetic.strip_markers(source), solution_cell=True)]
+        found = [m for _, m in scan.scan_source(synthetic.strip_markers(source))]
         assert all(m == scan.USES_POSENC for m in found), f"{name}/{sid}: {found}"
 
 

@@ -335,7 +335,7 @@ def test_scan_goes_on_past_unreadable_files(tmp_path, monkeypatch):
                          ids=["long_sum", "deep_parentheses"])
 def test_scan_reads_a_cell_too_deep_to_parse_as_text(source):
     """For a human: the kernel cannot parse the cell either, so none of it runs and nothing goes in the notes."""
-    found = scan.scan_source(source + "\nexec('y')", solution_cell=True)
+    found = scan.scan_source(source + "\nexec('y')")
     reasons = ("does not parse as Python", "is nested too deeply (or too large) to parse")
     assert found[0] in {(1, f"{why} {scan.TEXT_ONLY}") for why in reasons}, found
     assert (2, f"{scan.TEXT_ONLY} {scan.RUNS} (exec)") in found, found
@@ -413,14 +413,14 @@ IPYTHON = [  # read as IPython runs the cell: magics, shell lines and help becom
 
 @pytest.mark.parametrize("code, message", IPYTHON, ids=[c.splitlines()[0] for c, _ in IPYTHON])
 def test_scan_reads_ipython_syntax_as_ipython_runs_it(code, message):
-    found = scan.scan_source(code, solution_cell=True)
+    found = scan.scan_source(code)
     assert message in [m for _, m in found], found
     assert not any(scan.TEXT_ONLY in m for _, m in found), "read as Python, magics too"
 
 
 def test_a_magic_is_named_as_itself_and_one_that_runs_only_its_python_is_quiet():
-    assert scan.scan_source("%run copy.py\nx = 1", solution_cell=True) == [(1, f"{scan.MAGIC} (%run)")]
-    assert scan.scan_source("%matplotlib inline\n%timeit -n 10 sum(range(9))", solution_cell=True) == []
+    assert scan.scan_source("%run copy.py\nx = 1") == [(1, f"{scan.MAGIC} (%run)")]
+    assert scan.scan_source("%matplotlib inline\n%timeit -n 10 sum(range(9))") == []
 
 
 @pytest.mark.parametrize("code", [
@@ -435,4 +435,4 @@ def test_a_magic_is_named_as_itself_and_one_that_runs_only_its_python_is_quiet()
     "print(type(x).__name__)",
 ])
 def test_scan_is_quiet_on_lookalikes(code):
-    assert scan.scan_source(code, solution_cell=True) == []
+    assert scan.scan_source(code) == []

@@ -1,6 +1,5 @@
-"""``python -m autograder scan SUBMISSIONS``: the code in every readable submission that can reach posenc's
-reference around the tests' block, and its uses of posenc (``autograder.scan``), as a table for the instructor
-to read: findings, not verdicts."""
+"""``python -m autograder scan SUBMISSIONS``: ``autograder.scan``'s findings in every readable submission, as a
+table for the instructor to read: findings, not verdicts."""
 
 from __future__ import annotations
 
