@@ -51,6 +51,7 @@ PASS_ENV = ("LANG", "LC_ALL", "LC_CTYPE", "TZ", "OMP_NUM_THREADS", "MKL_NUM_THRE
 # The parts of autograder/ a grading kernel imports; nothing else of autograder/ is visible in the sandbox.
 KERNEL_MODULES = ("__init__", "checks", "agent", "wire")
 
+PYTHON = str(Path(sys.executable).absolute())  # (the interpreter as started: through its links)
 SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
 
 # The largest message the grading process takes from a kernel (why: autograder/README.md, grade's step 4); the
@@ -58,19 +59,11 @@ SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"
 MAX_MESSAGE_BYTES = 40 << 20
 
 
-def bwrap_path() -> str | None:
-    """The bwrap program: $POSENC_BWRAP if set (a path; the tests point it at a missing one), else on PATH."""
-    if "POSENC_BWRAP" in os.environ:
-        exe = os.environ["POSENC_BWRAP"]
-        return exe if exe and os.access(exe, os.X_OK) else None
-    return shutil.which("bwrap")
-
-
 def unavailable() -> str | None:
     """Why the sandbox cannot be used on this machine, in words; None when it can."""
     if not sys.platform.startswith("linux"):
         return f"the sandbox needs Linux (bubblewrap); this is {sys.platform}"
-    exe = bwrap_path()
+    exe = shutil.which("bwrap")
     if exe is None:
         return "bubblewrap (bwrap) is not installed: " + INSTALL_HINT
     probe = [exe, *_namespace_args(), "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "true"]
@@ -126,7 +119,7 @@ def _mount_args(readonly: list[Path], writable: list[tuple[Path, Path]]) -> list
     for source, target in writable:
         args += ["--dir", str(target.parent), "--bind", str(source), str(target)]
     bound = [*map(Path, SYSTEM), *readonly, *(target for _, target in writable)]
-    for path in (Path(sys.executable).absolute(), Path(sys.prefix), *_project_roots()):
+    for path in (Path(PYTHON), Path(sys.prefix), *_project_roots()):
         for link in [*reversed(path.parents), path]:  # (a link inside a bound folder or a made link is there)
             if link.is_symlink() and not any(link.is_relative_to(b) for b in bound):
                 args += ["--dir", str(link.parent), "--symlink", os.path.realpath(link), str(link)]
@@ -153,11 +146,10 @@ class SandboxKernelManager(IpcKernelManager):
     @property
     def kernel_spec(self):
         spec = super().kernel_spec
-        if spec is not None and spec.interrupt_mode != "message":
+        if spec is not None:  # (a new object per manager)
             # bwrap does not pass SIGINT on to the kernel: interrupt with a message (ipykernel then signals
             # itself and the processes of its session).
-            spec = type(spec)(**{**spec.to_dict(), "interrupt_mode": "message", "resource_dir": spec.resource_dir})
-            self._kernel_spec = spec
+            spec.interrupt_mode = "message"
         return spec
 
     def make_sandbox(self, source: Path) -> None:
@@ -197,15 +189,14 @@ class SandboxKernelManager(IpcKernelManager):
 
     def sandbox_argv(self, cmd: list[str]) -> list[str]:
         """bwrap's command line that runs cmd (the kernel) in the sandbox."""
-        args = [bwrap_path(), *_namespace_args(), "--clearenv", "--hostname", "sandbox", "--tmpfs", "/",
+        args = [shutil.which("bwrap"), *_namespace_args(), "--clearenv", "--hostname", "sandbox", "--tmpfs", "/",
                 "--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", str(256 << 20), "--tmpfs", "/tmp"]
         ipc = self._sandbox_dir / "ipc"
         args += _mount_args(_readonly_paths(), [(ipc, ipc), (self._sandbox_dir / "work", self._sandbox_cwd)])
         args += ["--chdir", str(self._sandbox_cwd)]
         env = {k: os.environ[k] for k in PASS_ENV if k in os.environ}
-        env.update(HOME="/tmp", IPYTHONDIR="/tmp/.ipython", MPLCONFIGDIR="/tmp/.matplotlib",
-                   JUPYTER_RUNTIME_DIR="/tmp/.jupyter", PATH=f"{Path(sys.executable).parent}:/usr/bin:/bin",
-                   PYTHONDONTWRITEBYTECODE="1", JPY_PARENT_PID="1")  # 1: no parent poller, no banner
+        env.update(HOME="/tmp", PATH=f"{Path(sys.executable).parent}:/usr/bin:/bin", PYTHONDONTWRITEBYTECODE="1",
+                   JPY_PARENT_PID="1")  # 1: no parent poller, no banner
         for key, value in env.items():
             args += ["--setenv", key, value]
         args += ["--remount-ro", "/"]  # (the tmpfs the mount points were made in)
@@ -213,8 +204,7 @@ class SandboxKernelManager(IpcKernelManager):
         # a thread per core).
         limits = {"RLIMIT_AS": 4 << 30, "RLIMIT_NPROC": 128 + 2 * (os.cpu_count() or 1), "RLIMIT_FSIZE": 256 << 20,
                   "RLIMIT_NOFILE": 1024, "RLIMIT_CORE": 0}
-        python = str(Path(sys.executable).absolute())
-        return [*args, "--", python, "-I", "-c", _LAUNCHER, json.dumps({"uid": self._sandbox_uid, "limits": limits}),
+        return [*args, "--", PYTHON, "-I", "-c", _LAUNCHER, json.dumps({"uid": self._sandbox_uid, "limits": limits}),
                 *cmd]
 
     async def _async_cleanup_resources(self, restart: bool = False) -> None:
@@ -235,11 +225,10 @@ def preflight(timeout: float = 120) -> str | None:
     """Start the kernel's interpreter in the sandbox exactly as grading will and import what a grading kernel
     imports; why that fails, in one line, or None. `grade` runs it before anyone is graded."""
     manager = SandboxKernelManager()
-    python = str(Path(sys.executable).absolute())
     with tempfile.TemporaryDirectory() as empty:
         manager.make_sandbox(Path(empty))
         try:
-            done = subprocess.run(manager.sandbox_argv([python, "-c", PREFLIGHT]), capture_output=True, text=True,
+            done = subprocess.run(manager.sandbox_argv([PYTHON, "-c", PREFLIGHT]), capture_output=True, text=True,
                                   timeout=timeout)
         except (OSError, subprocess.TimeoutExpired) as exc:
             return f"the sandboxed interpreter did not start ({exc})"
@@ -248,5 +237,5 @@ def preflight(timeout: float = 120) -> str | None:
     if done.returncode:
         lines = [line.strip() for line in done.stderr.splitlines() if line.strip()]
         return (f"a kernel cannot start in the sandbox: {lines[-1] if lines else f'exit status {done.returncode}'}"
-                f" (interpreter {python}, virtualenv {sys.prefix})")
+                f" (interpreter {PYTHON}, virtualenv {sys.prefix})")
     return None

@@ -551,7 +551,7 @@ def test_grade_refuses_without_bubblewrap(tmp_path):
     """No bwrap: grade runs nothing and says how to install it; --unsandboxed grades after a warning."""
     subs = tmp_path / "subs"
     synthetic.Builder(CHAPTER).blank().write(subs)
-    env = {"POSENC_BWRAP": str(tmp_path / "no-bwrap")}
+    env = {"PATH": str(tmp_path / "no-bwrap")}  # (a PATH without bwrap)
     run = grade(subs, tmp_path / "course", env=env)
     assert run.returncode != 0
     assert "apt-get install bubblewrap" in run.stdout + run.stderr
