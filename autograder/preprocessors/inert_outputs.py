@@ -12,7 +12,6 @@ from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
 from nbformat import NotebookNode
 from nbformat.v4 import new_output
 from nbgrader.preprocessors import NbGraderPreprocessor
-from traitlets import Integer
 
 NOTE = "[{what} removed by the grader: students' HTML and scripts are not shown]"
 MARKDOWN_NOTE = ("*The grader shows this cell as plain text: it held something that could run in the grader's "
@@ -153,12 +152,14 @@ _COURSE_TAGS = {"div": {"class": "selfcheck", "id": _SELFCHECK_ID}, "details": {
 
 
 class _Allowed(HTMLParser):
-    """Collects the tags, attributes and values of an HTML text that ``tags`` does not allow, and any comment,
-    declaration or processing instruction."""
+    """The tags, attributes and values of ``html`` that ``tags`` does not allow, and any comment, declaration
+    or processing instruction (``problems``)."""
 
-    def __init__(self, tags: dict):
+    def __init__(self, html: str, tags: dict):
         super().__init__()
         self.tags, self.problems = tags, []
+        self.feed(html)
+        self.close()
 
     def handle_starttag(self, tag, attrs):
         allowed = self.tags.get(tag)
@@ -178,18 +179,11 @@ class _Allowed(HTMLParser):
     handle_decl = handle_pi = unknown_decl = handle_comment
 
 
-def _html_problems(html: str, tags: dict) -> list[str]:
-    checker = _Allowed(tags)
-    checker.feed(html)
-    checker.close()
-    return checker.problems
-
-
 def _unsafe_tokens(tokens) -> list[str]:
     found = []
     for token in tokens:
         kind, attrs, raw = token.get("type"), token.get("attrs") or {}, token.get("raw", "")
-        if kind in ("inline_html", "block_html") and _html_problems(raw, _COURSE_TAGS):
+        if kind in ("inline_html", "block_html") and _Allowed(raw, _COURSE_TAGS).problems:
             found.append(f"raw HTML {raw[:40]!r}")
         elif kind in ("link", "image") and not safe_url(attrs.get("url"), image=kind == "image"):
             found.append(f"{kind} to {str(attrs.get('url'))[:40]!r}")
@@ -212,7 +206,7 @@ def markdown_problems(source: str, attachments: dict | None = None) -> tuple[str
 def _problems(source: str, attachments: dict | None = None) -> tuple[str, ...]:
     try:
         page, state = _markdown(attachments).parse(source)
-        return (*_unsafe_tokens(state.tokens), *_html_problems(page, _MARKDOWN_TAGS))
+        return (*_unsafe_tokens(state.tokens), *_Allowed(page, _MARKDOWN_TAGS).problems)
     except Exception as exc:  # nbconvert fails on a missing attachment, for example
         return (f"rendering failed: {type(exc).__name__}",)
 
@@ -274,27 +268,21 @@ class InertOutputs(NbGraderPreprocessor):
     """Keep only inert outputs (text, errors, valid PNG/JPEG), escape raw HTML in markdown cells, keep only
     raster-image attachments, drop the saved widget state."""
 
-    max_image_bytes = Integer(MAX_IMAGE_BYTES, help="largest image (decoded bytes) an output or attachment "
-                              "may keep").tag(config=True)
-    max_markdown_chars = Integer(MAX_MARKDOWN_CHARS, help="longest markdown cell rendered as Markdown; a "
-                                 "longer one is shown as plain text").tag(config=True)
-
     def preprocess(self, nb, resources):
-        if isinstance(nb.get("metadata"), dict):
-            nb.metadata.pop("widgets", None)
+        nb.metadata.pop("widgets", None)
         return super().preprocess(nb, resources)
 
     def preprocess_cell(self, cell, resources, index):
         if cell.cell_type == "code":
-            cell.outputs, notes = inert_outputs(cell.get("outputs", []), self.max_image_bytes)
+            cell.outputs, notes = inert_outputs(cell.get("outputs", []))
             if notes:
                 self.log.info("Cell %d: %d outputs other than text and images were removed", index, notes)
         elif cell.cell_type == "markdown":
             if "attachments" in cell:
-                cell.attachments = NotebookNode(inert_attachments(cell.attachments, self.max_image_bytes))
+                cell.attachments = NotebookNode(inert_attachments(cell.attachments))
                 if not cell.attachments:
                     del cell["attachments"]
-            source = inert_markdown(cell.source, cell.get("attachments"), self.max_markdown_chars)
+            source = inert_markdown(cell.source, cell.get("attachments"))
             if source != cell.source:
                 self.log.warning("Cell %d: raw HTML or unsafe links in a markdown cell are shown as text", index)
                 cell.source = source
