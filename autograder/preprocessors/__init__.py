@@ -1,7 +1,8 @@
 """nbgrader's autograde steps as the course runs them, one per module (as nbgrader keeps its own);
-autograder/nbgrader_config.py puts them in nbgrader's lists."""
+autograder/nbgrader_config.py puts them in nbgrader's lists (with nbgrader's own CheckCellMetadata)."""
 
-from .check_cell_metadata import CheckCellMetadata
+from nbgrader.preprocessors import CheckCellMetadata
+
 from .guarded_execute import GuardedExecute
 from .inert_outputs import InertOutputs
 from .instructor_tests import InstructorTests
