@@ -1,25 +1,11 @@
-"""The gradebook: nbgrader's database (an SQLite file by default, or a PostgreSQL server named by
-``POSENC_DB_URL``) and its API, opened the one way grading needs, and what the commands put into it
-(assignments, students) and read back (scores).
-
-nbgrader is used through its API, unpatched. SQLite makes a writer wait only 5 s for another's lock: the
-gradebook's URL as grading opens it (``waiting_url``, in ``opened`` and in the ``api``, whose coursedir nbgrader's
-steps read it from) asks SQLite to wait up to 10 minutes, and a PostgreSQL server to be reached within 10 s
-instead of the operating system's TCP timeout; SQLAlchemy hands both to the driver. nbgrader runs its
-``alembic`` program by name when it creates a gradebook: ``find_alembic`` puts this environment's bin/ on PATH
-for the programs that grade (the command line, the grading benchmark, the tests), which may run without the
-virtualenv activated, as `make` does. ``session()`` silences nbgrader's SQLAlchemy chatter.
-
-A database server can stop answering, which a file cannot: ``check`` refuses a URL nbgrader cannot use and a
-server that does not answer, in one line that names the URL without its password and says what to do
-(``Unavailable``); the commands call it before they start, and ``autograde`` when a submission fails.
-"""
+"""The gradebook: nbgrader's database (SQLite, or the PostgreSQL server ``POSENC_DB_URL`` names) through its API,
+unpatched; what the commands put in (assignments, students) and read back (scores). autograder/README.md, "The
+gradebook on a PostgreSQL server", says how it is opened and what a server that does not answer costs."""
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
-import importlib.util
 import json
 import os
 import re
@@ -31,21 +17,18 @@ from pathlib import Path
 import nbformat
 import sqlalchemy
 import sqlalchemy.exc
-from nbgrader.api import Gradebook, MissingEntry
+from nbgrader.api import Gradebook
 from nbgrader.apps import NbGraderAPI
 from nbgrader.coursedir import CourseDirectory
 from sqlalchemy.engine import make_url
 
 from . import course
 
-_BIN = str(Path(sys.executable).parent)
 SQLITE_WAIT = 600  # seconds a worker waits for another's write to the gradebook (SQLite's default: 5)
 CONNECT_TIMEOUT = 10  # seconds to reach a database server before saying it does not answer
 ENV = "POSENC_DB_URL"  # the environment variable that names the gradebook (autograder/nbgrader_config.py)
 ALLOWED = ("sqlite:///PATH (the default: gradebook.db in the course folder) or "
            "postgresql+psycopg2://USER:PASSWORD@HOST:PORT/DATABASE")
-
-
 # What waiting_url adds to a URL's query, by database: SQLAlchemy passes it to the driver (sqlite3.connect, libpq)
 WAITS = {"sqlite": ("timeout", str(SQLITE_WAIT)), "postgresql": ("connect_timeout", str(CONNECT_TIMEOUT))}
 
@@ -61,12 +44,9 @@ def _parsed(url):
 
 
 def waiting_url(url) -> str:
-    """``url`` with SQLite connections that wait SQLITE_WAIT seconds for a lock instead of failing with "database
-    is locked", and PostgreSQL connections that give up after CONNECT_TIMEOUT seconds (``WAITS``); a value the
-    URL sets already is kept, and a URL that does not parse is returned as it is (``url_problem`` names it).
-    SQLite serialises writers itself (each write is a transaction; nbgrader commits after each grade); this only
-    lengthens the wait. PostgreSQL locks rows, not the file: parallel workers' writes to different submissions
-    do not wait for each other."""
+    """``url`` with SQLite connections that wait SQLITE_WAIT seconds for another worker's lock instead of failing
+    with "database is locked", and PostgreSQL connections that give up after CONNECT_TIMEOUT seconds (``WAITS``);
+    a value the URL sets already is kept, and a URL that does not parse is returned as it is."""
     parsed, (key, value) = _parsed(url)
     if key is None or key in parsed.query:
         return str(url)
@@ -82,17 +62,13 @@ def _as_set(url) -> str:
 
 
 def find_alembic() -> None:
-    """Put this environment's bin/ first on PATH (for this process and those it starts) when it is not there.
-    nbgrader creates a gradebook by running its ``alembic`` program by name (``nbgrader.api.get_alembic_version``),
-    and a virtualenv's bin/ is on PATH only where it was activated. The programs that grade call this when they
-    start: ``python -m autograder``, tools/bench_grading.py, the tests (tests/conftest.py)."""
-    path = os.environ.get("PATH", "")
-    if _BIN not in path.split(os.pathsep):
-        os.environ["PATH"] = _BIN + os.pathsep + path if path else _BIN
+    """Put this environment's bin/ first on PATH (for this process and those it starts) when it is not there:
+    nbgrader creates a gradebook by running its ``alembic`` program by name, and a virtualenv's bin/ is on PATH
+    only where it was activated. The programs that grade call this when they start."""
+    path, here = os.environ.get("PATH", ""), str(Path(sys.executable).parent)
+    if here not in path.split(os.pathsep):
+        os.environ["PATH"] = here + os.pathsep + path if path else here
 
-
-# ----------------------------------------------------------------------------------------------------------
-# Which database, and whether it answers.
 
 class Unavailable(Exception):
     """The gradebook's database cannot be used; the message is one line: which database, why, what to do."""
@@ -130,9 +106,6 @@ def url_problem(url) -> str | None:
                 "postgresql+psycopg2://USER:PASSWORD@HOST:PORT/DATABASE (psycopg2-binary is in requirements.txt)")
     if not (parsed.database and parsed.host):
         return f"{setting} needs a host and a database: use {ALLOWED}"
-    if importlib.util.find_spec("psycopg2") is None:
-        return (f"{setting} needs the psycopg2 package, which this environment does not have: `make install` "
-                "(requirements.txt pins psycopg2-binary)")
     return None
 
 
@@ -217,19 +190,16 @@ def last_error(result: dict) -> str:
     return "\n".join(lines[-4:] + [f"cause: {e}" for e in exceptions[-2:]])
 
 
-# ----------------------------------------------------------------------------------------------------------
-# Putting assignments and students in.
-
 def metadata_problems(assignment: str) -> list[str]:
     """nbgrader metadata that `nbgrader validate` accepts but that breaks putting the assignment in the
     gradebook (generate_assignment then fails with a bare KeyError), in words."""
     nb = nbformat.read(course.source_notebook(assignment), as_version=4)
     problems, seen = [], set()
     for index, cell in enumerate(nb.cells):
-        meta = cell.metadata.get("nbgrader", {})
-        gid = meta.get("grade_id")
+        meta = course.nbgrader_meta(cell)
         if not meta:
             continue
+        gid = meta.get("grade_id")
         if (meta.get("grade") or meta.get("task")) and "points" not in meta:
             kind = "task" if meta.get("task") else "graded"
             problems.append(f"cell {index} ({gid}) is a {kind} cell without points: give it points (a rubric "
@@ -240,26 +210,18 @@ def metadata_problems(assignment: str) -> list[str]:
     return problems
 
 
-def _source_hash(assignment: str) -> str:
-    return hashlib.sha256(course.source_notebook(assignment).read_bytes()).hexdigest()
-
-
-def sync_assignments(names, cfg, nbgrader_api=None) -> dict[str, str]:
-    """Make sure the gradebook holds each assignment as its source notebook is now (nbgrader
-    generate_assignment, run again only when the source changed since the last time). Returns an error
-    message per assignment that could not be put in the gradebook; the others are unaffected."""
-    failures = {}
+def sync_assignments(names, cfg) -> dict[str, str]:
+    """Make sure the gradebook holds each assignment as its source notebook is now (nbgrader generate_assignment,
+    run again only when the source changed since the last time). Returns an error message per assignment that
+    could not be put in the gradebook; the others are unaffected."""
+    failures, nbgrader_api = {}, None
     stamp_file = course.course_dir() / "source_versions.json"
     stamps = json.loads(stamp_file.read_text()) if stamp_file.exists() else {}
+    with opened(cfg) as gb:
+        present = {a.name for a in gb.assignments}
     for name in sorted(set(names)):
-        with opened(cfg) as gb:
-            try:
-                gb.find_assignment(name)
-                present = True
-            except MissingEntry:
-                present = False
-        digest = _source_hash(name)
-        if present and stamps.get(name) == digest:
+        digest = hashlib.sha256(course.source_notebook(name).read_bytes()).hexdigest()
+        if name in present and stamps.get(name) == digest:
             continue
         problems = metadata_problems(name)
         if problems:
@@ -290,15 +252,10 @@ def register_students(ids, cfg) -> None:
         pass
 
 
-# ----------------------------------------------------------------------------------------------------------
-# Reading the scores back.
-
 @dataclass
 class Score:
     score: float
-    max_score: float
     needs_manual_grade: bool
-    auto_score: float | None
     manual_score: float | None
 
 
@@ -314,25 +271,16 @@ class Result:
         return sum(s.score for s in self.scores.values())
 
 
-def read_scores(assignments, cfg, students=None) -> dict[tuple[str, str], Result]:
-    """Every submission's per-problem scores from the gradebook, keyed by (student, assignment)."""
+def read_scores(assignments, cfg) -> dict[tuple[str, str], Result]:
+    """Every submission's per-problem scores in the gradebook, keyed by (student, assignment)."""
     out = {}
     with opened(cfg) as gb:
-        names = assignments or [a.name for a in gb.assignments]
-        for name in names:
-            try:
-                assignment = gb.find_assignment(name)
-            except MissingEntry:
+        for assignment in gb.assignments:
+            if assignment.name not in assignments:
                 continue
             for sub in assignment.submissions:
-                if students and sub.student.id not in students:
-                    continue
-                result = Result(sub.student.id, name)
-                for nb in sub.notebooks:
-                    for grade in nb.grades:
-                        result.scores[grade.name] = Score(
-                            float(grade.score), float(grade.max_score), bool(grade.needs_manual_grade),
-                            None if grade.auto_score is None else float(grade.auto_score),
-                            None if grade.manual_score is None else float(grade.manual_score))
-                out[(result.student, name)] = result
+                result = out[(sub.student.id, assignment.name)] = Result(sub.student.id, assignment.name)
+                for grade in (grade for nb in sub.notebooks for grade in nb.grades):
+                    manual = None if grade.manual_score is None else float(grade.manual_score)
+                    result.scores[grade.name] = Score(float(grade.score), bool(grade.needs_manual_grade), manual)
     return out

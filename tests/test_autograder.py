@@ -200,8 +200,8 @@ def test_score_table_layout():
     name = CHAPTERS[0]
     probs = report.problems(name)
     # autograded problems full, written answers not graded yet (score 0, waiting for a human)
-    full = gradebook.Result("amy", name, {p.grade_id: gradebook.Score(p.points if p.kind == "test" else 0.0, p.points,
-                                                                  p.kind != "test", None, None)
+    full = gradebook.Result("amy", name, {p.grade_id: gradebook.Score(p.points if p.kind == "test" else 0.0,
+                                                                  p.kind != "test", None)
                                         for p in probs}, ["a note"])
     table = report.format_table(name, [full]).splitlines()
     assert table[0].startswith(name)
