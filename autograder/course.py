@@ -1,12 +1,6 @@
-"""Where the course lives: the repository's folders, each chapter's notebooks, the instructor's course folder,
-and the list of assignments (one per chapter folder of solutions/); and what a notebook cell's nbgrader metadata
-names it (for the flags grade, solution, locked and task, nbgrader's own ``nbgrader.utils.is_grade`` and so on).
-
-A chapter is written as a MyST markdown notebook (jupytext's ``md:myst``), solutions/<ch>/<ch>.md: text a reviewer
-reads, each code cell a ```` ```{code-cell} ```` block whose options are the cell's metadata (nbgrader's, the tags,
-myst-nb's) and its ``id``, each markdown cell after a ``+++ {"id": ...}`` line. nbgrader reads notebooks, so
-``source_notebook`` writes the .ipynb beside it (git-ignored, regenerated whenever the text says otherwise);
-``from_markdown`` and ``to_markdown`` are the two directions, lossless both ways (tests/test_sources.py)."""
+"""Where the course lives: the repository's folders, each chapter's notebooks, the instructor's course folder and
+the assignments. A chapter is written as MyST markdown (solutions/<ch>/<ch>.md, jupytext's ``md:myst``, each cell's
+metadata and ``id`` in its options); ``source_notebook`` writes the .ipynb nbgrader reads beside it."""
 
 from __future__ import annotations
 
@@ -18,10 +12,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = ROOT / "solutions"
 LESSONS = ROOT / "lessons"
-
-
-# What a chapter's front matter keeps of the notebook's metadata (the rest of jupytext's own is not written, so a
-# new jupytext version does not change every chapter).
+# What a chapter's front matter keeps of the notebook's metadata (not jupytext's version: a new one would change
+# every chapter).
 METADATA_FILTER = "kernelspec,language_info,-jupytext.text_representation.jupytext_version"
 
 
@@ -31,8 +23,7 @@ def source_markdown(assignment: str) -> Path:
 
 
 def from_markdown(text: str):
-    """The notebook a chapter's MyST markdown describes (nbformat 4.5), each cell's ``id`` taken from its
-    options, no jupytext metadata left: the notebook nbgrader generates the lesson from."""
+    """The notebook (nbformat 4.5) a chapter's MyST markdown describes, each cell's ``id`` from its options."""
     import jupytext  # only where a chapter is converted (a second's import)
 
     nb = jupytext.reads(text, fmt="md:myst")
@@ -47,7 +38,7 @@ def from_markdown(text: str):
 
 
 def to_markdown(nb) -> str:
-    """A notebook as the MyST markdown of a chapter (the inverse of ``from_markdown``); outputs are not kept."""
+    """A notebook as a chapter's MyST markdown, outputs left out: the inverse of ``from_markdown``."""
     import copy
 
     import jupytext
@@ -70,8 +61,8 @@ def read_source(assignment: str):
 
 
 def source_notebook(assignment: str) -> Path:
-    """The nbgrader source notebook of a chapter, solutions/<ch>/<ch>.ipynb, generated from solutions/<ch>/<ch>.md
-    (git-ignored; written again, whole, whenever it differs from what the markdown says)."""
+    """solutions/<ch>/<ch>.ipynb, nbgrader's source notebook, written again from the chapter's markdown (whole, with
+    the markdown's permissions: the hub's instructor reads solutions/ through a group) whenever it differs."""
     import nbformat
 
     path = SOLUTIONS / assignment / f"{assignment}.ipynb"
@@ -85,20 +76,15 @@ def source_notebook(assignment: str) -> Path:
                        " and grading run): edit the .md",
     }
     text = nbformat.writes(nb) + "\n"
-    if not path.is_file() or path.read_text(encoding="utf-8") != text:
+    readable = markdown.stat().st_mode & 0o444
+    if not path.is_file() or path.stat().st_mode & readable != readable or path.read_text(encoding="utf-8") != text:
         import tempfile
 
-        # written whole or not at all: two processes (a test worker and make) may generate it at once
-        with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, prefix=".", suffix=".tmp",
-                                         encoding="utf-8") as tmp:
+        # (two processes, a test worker and make, may write it at once)
+        with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, prefix=".", encoding="utf-8") as tmp:
             tmp.write(text)
-        # the markdown's own permissions (a temporary file is made 0600: the instructor's account on the hub, which
-        # reads solutions/ through its group, could not read the notebook nbgrader grades from)
         os.chmod(tmp.name, markdown.stat().st_mode & 0o777)
         os.replace(tmp.name, path)
-    readable = markdown.stat().st_mode & 0o444  # (a notebook written before, or made read-only since, is opened)
-    if path.stat().st_mode & readable != readable:
-        os.chmod(path, (path.stat().st_mode | readable) & 0o7777)
     return path
 
 
@@ -109,7 +95,7 @@ def lesson_notebook(assignment: str, release_dir: Path | None = None) -> Path:
 
 
 def nbgrader_meta(cell) -> dict:
-    """A notebook cell's nbgrader metadata (``cell.metadata.nbgrader``), empty for a cell nbgrader does not track."""
+    """A cell's nbgrader metadata, empty for a cell nbgrader does not track."""
     return cell.metadata.get("nbgrader", {})
 
 
@@ -119,8 +105,7 @@ def grade_id(cell) -> str | None:
 
 
 def course_dir() -> Path:
-    """The instructor's data folder: gradebook, submitted, autograded, feedback (never committed). ``course/``
-    at the repository root, or ``$POSENC_COURSE_DIR``."""
+    """The instructor's data folder (gradebook, submitted, autograded, feedback): $POSENC_COURSE_DIR, else course/."""
     return Path(os.environ.get("POSENC_COURSE_DIR") or ROOT / "course").resolve()
 
 

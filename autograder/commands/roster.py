@@ -1,11 +1,6 @@
-"""`python -m autograder roster FILE`: the class's Unix accounts for the course's hub, from a roster (hub/README.md).
-
-The roster is nbgrader's own student list, a CSV file with the header ``id,first_name,last_name,email`` (the
-format of ``nbgrader db student import``, which puts the names in the gradebook); ``id`` is the student's Unix
-user name. Run as root, this makes each missing account as the hub's guide does (a home of its own, mode 700,
-bash as its shell), leaves existing ones as they are, and prints one line per student; the hub takes the same
-file as its list of students (``POSENC_HUB_ROSTER``).
-"""
+"""`python -m autograder roster FILE`: as root, the Unix account of each student of nbgrader's student CSV
+(``id,first_name,last_name,email``, ``id`` the Unix user name) that is missing, as hub/README.md makes one; the
+hub takes the same file as its list of students (``POSENC_HUB_ROSTER``)."""
 
 from __future__ import annotations
 
@@ -29,13 +24,11 @@ def read(path: str | os.PathLike) -> list[str]:
         if rows.fieldnames is None or "id" not in rows.fieldnames:
             raise ValueError(f"{path}: the first line must be a header with an 'id' column "
                              "(id,first_name,last_name,email)")
-        ids = []
-        for number, row in enumerate(rows, start=2):
-            student = (row.get("id") or "").strip()
-            if not USER_NAME.fullmatch(student):
-                raise ValueError(f"{path}, line {number}: {printable.one_line(student)!r} is not a Unix user name "
-                                 "(lower-case letters, digits, _ and -, starting with a letter or _)")
-            ids.append(student)
+        ids = [(row.get("id") or "").strip() for row in rows]
+    for number, student in enumerate(ids, start=2):
+        if not USER_NAME.fullmatch(student):
+            raise ValueError(f"{path}, line {number}: {printable.one_line(student)!r} is not a Unix user name "
+                             "(lower-case letters, digits, _ and -, starting with a letter or _)")
     return ids
 
 
@@ -51,8 +44,7 @@ def roster(path: str, home_base: str = "/home") -> int:
     failed = 0
     for student in students:
         try:
-            pwd.getpwnam(student)
-            print(f"{student}: exists")
+            print(f"{pwd.getpwnam(student).pw_name}: exists")
             continue
         except KeyError:
             pass
