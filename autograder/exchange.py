@@ -43,20 +43,17 @@ class _Tree:
 
     def check(self, info: os.stat_result, where: str) -> None:
         if self.owner is not None and info.st_uid != self.owner:
-            raise Refused(f"{where} belongs to {_user_name(info.st_uid)}, not to the submitting student")
+            try:
+                name = pwd.getpwuid(info.st_uid).pw_name
+            except KeyError:
+                name = f"uid {info.st_uid}"
+            raise Refused(f"{where} belongs to {name}, not to the submitting student")
         self.ctime = max(self.ctime, info.st_ctime)
 
     def add(self, size: int, where: str) -> None:
         self.size += size
         if self.size > self.limit:
             raise Refused(f"over the size limit of {self.limit} bytes (at {where}; CourseDirectory.max_dir_size)")
-
-
-def _user_name(uid: int) -> str:
-    try:
-        return pwd.getpwuid(uid).pw_name
-    except KeyError:
-        return f"uid {uid}"
 
 
 def _walk(fd: int, tree: _Tree, dest: str | None, where: str, depth: int) -> None:
@@ -115,7 +112,7 @@ def read_submission(path: str, limit: int, owner: int | None, ignore: list[str],
         raise Refused(f"not a folder of its own (a symbolic link or a file: {exc.strerror})") from None
     tree = _Tree(limit, owner, ignore)
     try:
-        tree.check(os.fstat(fd), ".")
+        tree.check(os.fstat(fd), "the folder")
         _walk(fd, tree, dest, "", 0)
     finally:
         os.close(fd)
@@ -173,9 +170,6 @@ class CollectFromOwner(ExchangeCollect):
             user = pwd.getpwnam(claimed)
         except KeyError:
             raise Refused(f"no user {claimed!r} on this machine") from None
-        info = os.lstat(path)
-        if info.st_uid != user.pw_uid:
-            raise Refused(f"the folder belongs to {_user_name(info.st_uid)}: only {claimed} can submit as {claimed}")
         tree = read_submission(path, _limit(self.coursedir), user.pw_uid, self.coursedir.ignore)
         when = datetime.datetime.fromtimestamp(tree.ctime, datetime.timezone.utc).replace(tzinfo=None)
         return {"username": claimed, "filename": name, "path": path, "timestamp": when, "uid": user.pw_uid}
