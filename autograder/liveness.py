@@ -14,16 +14,19 @@ class _Scope(ast.NodeVisitor):
     comprehension) adds its reads of globals, not the names it binds itself."""
 
     def __init__(self):
-        self.loads, self.stores = set(), set()
+        self.loads, self.stores, self.declared = set(), set(), set()
 
     def visit_Name(self, node):
         (self.loads if isinstance(node.ctx, ast.Load) else self.stores).add(node.id)
 
-    def _inner(self, nodes, params=()):
+    def _inner(self, nodes, params=(), local=True):
+        """Reads of globals in a nested scope: its reads less its parameters and, in a function, lambda or
+        comprehension (``local``), the names it binds without declaring them ``global``/``nonlocal``. A class
+        body reads a name before binding it from the globals (``x = x``), so nothing it binds is subtracted."""
         inner = _Scope()
         for node in nodes:
             inner.visit(node)
-        self.loads |= inner.loads - inner.stores - set(params)
+        self.loads |= inner.loads - set(params) - ((inner.stores - inner.declared) if local else set())
 
     def visit_FunctionDef(self, node):
         for expr in node.args.defaults + [d for d in node.args.kw_defaults if d] + node.decorator_list:
@@ -38,14 +41,17 @@ class _Scope(ast.NodeVisitor):
     def visit_ClassDef(self, node):
         for expr in node.bases + node.decorator_list + [k.value for k in node.keywords]:
             self.visit(expr)
-        self._inner(node.body)
+        self._inner(node.body, local=False)
         self.stores.add(node.name)
 
     def visit_Lambda(self, node):
-        self._inner(ast.iter_child_nodes(node),
-                    [a.arg for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs])
+        for expr in node.args.defaults + [d for d in node.args.kw_defaults if d]:
+            self.visit(expr)  # (defaults are read where the lambda is made: ``lambda a=a: a`` reads global a)
+        params = [a.arg for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs]
+        self._inner([node.body], params + [a.arg for a in (node.args.vararg, node.args.kwarg) if a is not None])
 
     def _comprehension(self, node):
+        self.visit(node.generators[0].iter)  # (read in the enclosing scope: ``[x for x in x]`` reads global x)
         self._inner(ast.iter_child_nodes(node))
 
     visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = _comprehension
@@ -57,6 +63,9 @@ class _Scope(ast.NodeVisitor):
 
     def visit_Global(self, node):
         self.stores.update(node.names)
+        self.declared.update(node.names)
+
+    visit_Nonlocal = visit_Global
 
 
 def _import_names(node) -> set[str]:
