@@ -589,6 +589,19 @@ def test_cell_names_worked_examples():
     assert cell_names("def broken(:\n") is None
 
 
+@pytest.mark.parametrize("student", [
+    "f = lambda a=a: a",  # a default is read where the lambda is made, though it shares the parameter's name
+    "v = [a for a in a]",  # a comprehension's first iterable is read in the enclosing scope
+    "class C:\n    a = a\n",  # a class body reads a name from the globals before binding it
+    "def f():\n    global a\n    a = a + 1\n",  # a global statement makes the function's a the notebook's
+])
+def test_a_demo_cell_whose_name_a_student_reads_in_a_nested_scope_still_runs(student):
+    """Leaving the demo cell out would fail the student's cell with a NameError the lesson never shows."""
+    assert "a" in cell_names(student)[2]
+    nb = _nb(("a = 3", ["demo"], None), (student, [], {"solution": True, "grade_id": "s", "locked": False}))
+    assert demo_cells_to_skip(nb) == set()
+
+
 def _nb(*cells):
     nb = nbformat.v4.new_notebook()
     for source, tags, meta in cells:
