@@ -1,8 +1,5 @@
-"""nbgrader autograde on many submissions: one after the other in this process, or ``jobs`` at a time in worker
-processes that share the gradebook. Each submission is one run of nbgrader's own autograde under the
-configuration it is given (sandboxed or not: ``autograder.config``); a worker that dies (killed, out of memory)
-costs only what it was grading. A gradebook whose database server stops answering stops the run: the submissions
-not started yet are left for the next one (``skipped``), and every grade already written stays."""
+"""nbgrader's autograde on many submissions: one after the other in this process, or ``jobs`` at a time in worker
+processes that share the gradebook, under the configuration given (sandboxed or not: ``autograder.config``)."""
 
 from __future__ import annotations
 
@@ -24,8 +21,8 @@ def _worker_init(cfg) -> None:
 
 
 def in_progress_dir() -> Path:
-    """Where each worker notes the submission it is grading (``<assignment>__<student>``, holding its pid):
-    when a worker dies, what it was grading is known, and an instructor can see what is being graded."""
+    """Where each worker notes the submission it is grading (``<assignment>__<student>``, holding its pid): when
+    a worker dies, what it was grading is known."""
     return course.course_dir() / "in_progress"
 
 
@@ -46,10 +43,9 @@ def _autograde_one(assignment: str, student: str, api=None) -> dict:
     outcome = {"assignment": assignment, "student": student, "success": bool(result["success"]),
                "error": None if result["success"] else gradebook.last_error(result),
                "seconds": time.perf_counter() - start}
-    if not result["success"]:
-        down = gradebook.unreachable(api.coursedir.db_url)  # a failure of the database, not of the submission?
-        if down:
-            outcome.update(error=down, unavailable=down)
+    down = None if result["success"] else gradebook.unreachable(api.coursedir.db_url)
+    if down:  # a failure of the database, not of the submission
+        outcome.update(error=down, unavailable=down)
     return outcome
 
 
@@ -64,16 +60,14 @@ def _died(assignment: str, student: str, why: str) -> dict:
             "error": f"the grading process died while grading it ({why}; killed, or out of memory?)"}
 
 
-def _pool_round(pairs, cfg, jobs, progress, results) -> tuple[list, list]:
-    """Grade ``pairs`` in one pool of ``jobs`` workers. When a worker dies, the pool breaks and every
-    unfinished future fails with it: returns (the submissions that were being graded then, the ones still
-    waiting), told apart by the workers' in-progress notes."""
+def _pool_round(pairs, cfg, jobs, report, results) -> tuple[list, list]:
+    """Grade ``pairs`` in one pool of ``jobs`` workers. A worker that dies breaks the pool and every unfinished
+    future with it: returns (the submissions being graded then, by the workers' notes; those still waiting)."""
     context = multiprocessing.get_context("spawn")  # a clean interpreter: no inherited kernels or sockets
-    unfinished = []
+    unfinished, down = [], None
     with concurrent.futures.ProcessPoolExecutor(max_workers=min(jobs, len(pairs)), mp_context=context,
                                                 initializer=_worker_init, initargs=(cfg,)) as pool:
         futures = {pool.submit(_autograde_one, a, s): (a, s) for a, s in pairs}
-        down = None
         for future in concurrent.futures.as_completed(futures):
             try:
                 result = future.result()
@@ -85,9 +79,7 @@ def _pool_round(pairs, cfg, jobs, progress, results) -> tuple[list, list]:
                 continue
             except Exception as exc:  # the result could not come back: that submission alone
                 result = _died(*futures[future], f"{type(exc).__name__}: {exc}")
-            results.append(result)
-            if progress:
-                progress(result)
+            report(result)
             if result.get("unavailable") and down is None:
                 down = result["unavailable"]
                 for other in futures:
@@ -100,20 +92,21 @@ def _pool_round(pairs, cfg, jobs, progress, results) -> tuple[list, list]:
 
 def autograde(pairs, cfg, jobs: int = 1, progress=None) -> list[dict]:
     """Autograde (assignment, student) pairs under ``cfg``: in this process when jobs == 1, else in ``jobs``
-    worker processes that share the gradebook (each submission is one nbgrader autograde run). A worker that
-    dies (killed, out of memory) costs only what it was grading: the pool is rebuilt for the others, and each
-    submission that was being graded when a worker died is graded once more alone; if its worker dies
-    again, that submission alone is reported. When a submission fails because the gradebook's database server
-    does not answer, its result and those of the submissions not graded yet carry ``unavailable`` (the one-line
-    message of ``gradebook.unreachable``); the latter are ``skipped``, and grading stops."""
-    pairs = list(pairs)
-    results = []
+    worker processes. A submission whose worker dies (killed, out of memory) is graded once more, alone once
+    only suspects are left; if its worker dies again, it is reported (``died``). When the gradebook's database
+    server stops answering, grading stops: that result carries ``unavailable`` (``gradebook.unreachable``'s
+    line), and the submissions not graded are ``skipped``."""
+    pairs, results = list(pairs), []
+
+    def report(result):
+        results.append(result)
+        if progress:
+            progress(result)
+
     if jobs <= 1 or len(pairs) <= 1:
         api = gradebook.api(cfg)
         for index, (assignment, student) in enumerate(pairs):
-            results.append(_autograde_one(assignment, student, api))
-            if progress:
-                progress(results[-1])
+            report(_autograde_one(assignment, student, api))
             if results[-1].get("unavailable"):
                 results += [_skipped(a, s, results[-1]["unavailable"]) for a, s in pairs[index + 1:]]
                 break
@@ -121,7 +114,7 @@ def autograde(pairs, cfg, jobs: int = 1, progress=None) -> list[dict]:
     waiting, retried, stalled = pairs, set(), 0
     while waiting:
         done_before = len(results)
-        busy, waiting = _pool_round(waiting, cfg, jobs, progress, results)
+        busy, waiting = _pool_round(waiting, cfg, jobs, report, results)
         down = next((r["unavailable"] for r in results if r.get("unavailable")), None)
         if down:  # the gradebook stopped answering: nothing more can be graded now
             results += [_skipped(*pair, down) for pair in busy + waiting]
@@ -129,15 +122,11 @@ def autograde(pairs, cfg, jobs: int = 1, progress=None) -> list[dict]:
         stalled = stalled + 1 if not busy and len(results) == done_before else 0
         if stalled >= 2:  # workers that die before grading anything (they cannot even start)
             for pair in waiting:
-                results.append(_died(*pair, "before it started: the workers could not run"))
-                if progress:
-                    progress(results[-1])
+                report(_died(*pair, "before it started: the workers could not run"))
             break
         for pair in busy:
             if pair in retried:
-                results.append(_died(*pair, "twice"))
-                if progress:
-                    progress(results[-1])
+                report(_died(*pair, "twice"))
             else:
                 retried.add(pair)
                 waiting.append(pair)

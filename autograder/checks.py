@@ -1,20 +1,7 @@
-"""Helpers for the locked test cells of the exercises, and the context the grader hands them.
-
-* ``close(actual, expected, what)`` compares a student's answer to posenc's and says in words what is wrong:
-  the shape, or which entry, its value and the expected one. Its tolerance is said by what is compared:
-  1e-8 by default (float64 arithmetic), ``count=n`` for a fraction of a count over n, ``float32=True`` where
-  the prompt does not pin float64 (see its docstring).
-* ``without(...)`` makes posenc's reference unusable while a student's implementation runs, so an
-  exercise that asks for an implementation cannot be passed by calling posenc's.
-* ``rng``, ``kernel``, ``each`` and ``each_case`` are where a test cell meets the student's code.
-
-A test cell reads them as ``checks.<name>``. In the student's notebook (and in nbgrader's Validate) that is this
-module, and everything runs in the student's kernel. While autograding, test cells run only in the grading
-process (``autograder.verdict``), which hands each one a ``Checks`` bound to a ``Grading`` context instead: the
-student's functions are stand-ins that call into the kernel, ``kernel`` ships a test-cell function there,
-``without`` sends what it blocks along with each call, and ``rng`` is salted per submission in the hidden tests,
-so their inputs are not the ones written in the cell.
-"""
+"""The helpers a locked test cell reads as ``checks.<name>``: comparisons that say in words what is wrong, salted
+random cases, calls of the student's code in one request, and the block on posenc's reference. In the notebook
+(and nbgrader's Validate) they run in the student's kernel; while autograding, the grading process
+(``autograder.verdict``) hands each test cell a ``Checks`` bound to a ``Grading`` context instead."""
 
 from __future__ import annotations
 
@@ -32,52 +19,48 @@ from typing import Callable
 
 import numpy as np
 
-_array = np.array
-_isfinite = np.isfinite
-_unravel = np.unravel_index
-_argmax = np.argmax
-
-
-def _as_array(value, what):
-    if hasattr(value, "detach") and hasattr(value, "numpy"):  # torch tensor
-        value = value.detach().cpu().numpy()
-    try:
-        arr = _array(value, dtype=np.float64)
-    except (TypeError, ValueError):
-        kind = getattr(value, "type_name", None) or type(value).__name__  # (wire.Unsupported: the original type)
-        raise AssertionError(f"{what} should be numbers (an array or a float), got {kind}: "
-                             f"{str(value)[:80]}") from None
-    return arr
-
-
 # float32 keeps 24 bits (unit roundoff 2**-24, about 6e-8); 1e-5 is about 170 of its roundings: room for the
 # error of a computation of a few hundred operations, far below what separates a right answer from a wrong one.
 FLOAT32 = 1e-5
 
 
+def _arrays(actual, expected, what):
+    """``actual`` and ``expected`` as float64 arrays of one shape, or AssertionError in words."""
+    if hasattr(actual, "detach") and hasattr(actual, "numpy"):  # torch tensor
+        actual = actual.detach().cpu().numpy()
+    try:
+        a = np.array(actual, dtype=np.float64)
+    except (TypeError, ValueError):
+        kind = getattr(actual, "type_name", None) or type(actual).__name__  # (wire.Unsupported: the original type)
+        raise AssertionError(f"{what} should be numbers (an array or a float), got {kind}: "
+                             f"{str(actual)[:80]}") from None
+    e = np.array(expected, dtype=np.float64)
+    if a.shape != e.shape:
+        raise AssertionError(f"{what} should have shape {e.shape}, got shape {a.shape}")
+    return a, e
+
+
+def _worst(what, score):
+    """(the index of ``score``'s largest entry, ``what`` with that index)."""
+    index = np.unravel_index(int(np.argmax(score)), score.shape) if score.ndim else ()
+    return index, what + (str([int(i) for i in index]) if index else "")
+
+
 def close(actual, expected, what="the answer", atol=1e-8, rtol=1e-8, *, count=None, float32=False, scale=None):
     """Assert that ``actual`` equals ``expected`` within atol + rtol·|expected|, with a message in words.
 
-    Say what is compared rather than picking numbers:
-
-    * ``count=n``: the answer is a fraction k/n of a count over n, so distinct answers differ by at least 1/n.
-      Compared to a quarter of 1/n (atol 1/(4n), no rtol): k/n in any float type passes, (k ± 1)/n fails.
-    * ``float32=True``: the prompt does not pin float64, so an answer computed in float32 is right. The
-      tolerance becomes ``FLOAT32`` relative to each entry plus ``FLOAT32 * scale`` absolute, where ``scale``
-      is the size of the numbers the computation handles: by default the largest ``|expected|`` (entries of
-      one array share their rounding); pass it when the computation's intermediates are larger than its
-      result (logits in the thousands), or ``scale=0`` where only relative error means anything (frequencies
-      spanning decades, where an absolute 1e-5 would excuse every small one).
+    * ``count=n``: the answer is a fraction k/n of a count: atol 1/(4n), no rtol, so (k ± 1)/n fails.
+    * ``float32=True``: the prompt does not pin float64. The tolerance is ``FLOAT32`` relative plus
+      ``FLOAT32 * scale`` absolute, ``scale`` the size of the numbers the computation handles: by default the
+      largest ``|expected|``; larger where intermediates are (logits in the thousands); 0 where only relative
+      error means anything (frequencies spanning decades).
     """
     if actual is None:
         raise AssertionError(f"{what} is None: did the function forget to return its result?")
-    a = _as_array(actual, what)
-    e = _array(expected, dtype=np.float64)
-    if a.shape != e.shape:
-        raise AssertionError(f"{what} should have shape {e.shape}, got shape {a.shape}")
-    if not _isfinite(a).all():
+    a, e = _arrays(actual, expected, what)
+    if not np.isfinite(a).all():
         raise AssertionError(f"{what} contains NaN or inf")
-    if not _isfinite(e).all():  # (a value the test derived from the notebook's answers: nothing equals it)
+    if not np.isfinite(e).all():  # (a value the test derived from the notebook's answers: nothing equals it)
         raise AssertionError(f"{what}: the value it is compared with is NaN or inf (computed from the "
                              "notebook's other answers?)")
     if count is not None:
@@ -85,32 +68,30 @@ def close(actual, expected, what="the answer", atol=1e-8, rtol=1e-8, *, count=No
     if float32:
         size = float(abs(e).max()) if scale is None and e.size else float(scale or 0.0)
         atol, rtol = max(atol, FLOAT32 * size), max(rtol, FLOAT32)
-    err = abs(a - e) - (atol + rtol * abs(e))  # ndarray operators: nothing a notebook can rebind
+    err = abs(a - e) - (atol + rtol * abs(e))
     if a.size and float(err.max()) > 0:
-        index = _unravel(int(_argmax(err)), e.shape) if e.ndim else ()
-        where = what + (str([int(i) for i in index]) if index else '')
+        index, where = _worst(what, err)
         raise AssertionError(f"{where} should be {float(e[index]):.10g}, got {float(a[index]):.10g}")
 
 
 def rounded32(size, roundings=16):
     """The error of ``roundings`` float32 roundings (unit roundoff 2**-24) of numbers as large as ``size``: the
-    ``atol`` for a float32 answer whose computation handles numbers larger than the answer itself (logits in the
-    thousands move the weights of near-tied keys by their own rounding error)."""
+    ``atol`` for a float32 answer whose computation handles numbers larger than the answer itself."""
     return roundings * 2.0 ** -24 * float(size)
 
 
 def equal(actual, expected, what="the answer"):
     """Assert exact equality of integer arrays or scalars (ids, buckets, counts), with a message in words."""
-    a = _as_array(actual, what)
-    e = _array(expected, dtype=np.float64)
-    if a.shape != e.shape:
-        raise AssertionError(f"{what} should have shape {e.shape}, got shape {a.shape}")
+    a, e = _arrays(actual, expected, what)
     wrong = a != e
     if wrong.any():
-        index = _unravel(int(_argmax(wrong)), e.shape) if e.ndim else ()
-        where = what + (str([int(i) for i in index]) if index else '')
+        index, where = _worst(what, wrong)
         raise AssertionError(f"{where} should be {e[index]:g}, got {a[index]:g} "
                              f"({int(wrong.sum())} of {wrong.size} entries differ)")
+
+
+def _refusal(reference: str) -> str:
+    return f"{reference} is the reference this exercise asks you to write yourself; your code must not call it here"
 
 
 @functools.lru_cache(maxsize=None)  # (a code object is immutable: one per function is enough)
@@ -121,64 +102,44 @@ def _blocked(qualname, n_freevars):
     source += "    def blocked(*args, **kwargs):\n"
     if names:
         source += f"        ({', '.join(names)},)\n"
-    source += (f"        raise RuntimeError({qualname!r} + ' is the reference this exercise asks you to write "
-               f"yourself; your code must not call it here')\n    return blocked\n")
+    source += f"        raise RuntimeError({_refusal(qualname)!r})\n    return blocked\n"
     namespace = {}
     exec(source, namespace)
     return namespace["outer"]().__code__
 
 
-def _resolve(path: str):
-    """The object named by a dotted path (a module, or an attribute chain inside one): found from the longest
-    prefix that is an imported module (posenc.attention is both a module and a function of posenc),
-    importing only when that does not reach it (a failed import searches the whole path: milliseconds)."""
+def _lookup(path: str) -> tuple[object, str | None]:
+    """(the object a dotted path names, None), walked from its top module, an imported module first where a name
+    is both (posenc.attention is a module and a function of posenc); or (None, the module's name) when the path
+    goes through a module nobody has imported yet."""
     parts = path.split(".")
-    for cut in range(len(parts), 0, -1):
-        module = sys.modules.get(".".join(parts[:cut]))
-        if module is not None:
+    found = importlib.import_module(parts[0])
+    for end in range(2, len(parts) + 1):
+        name = ".".join(parts[:end])
+        if name in sys.modules:
+            found = sys.modules[name]
+        elif hasattr(found, parts[end - 1]):
+            found = getattr(found, parts[end - 1])
+        else:
             try:
-                return functools.reduce(getattr, parts[cut:], module)
-            except AttributeError:
-                break
-    for cut in range(len(parts), 0, -1):
-        try:
-            module = importlib.import_module(".".join(parts[:cut]))
-        except ImportError:
-            continue
-        return functools.reduce(getattr, parts[cut:], module)
-    raise ImportError(f"no module for {path}")
-
-
-def _unloaded_module(path: str) -> str | None:
-    """The module that holds ``path`` when it is not imported yet, else None. Found without running it: the
-    spec of the first missing module after the longest imported prefix (whose parent is imported)."""
-    parts = path.split(".")
-    cut = max((c for c in range(1, len(parts) + 1) if ".".join(parts[:c]) in sys.modules), default=0)
-    if cut == 0 or cut == len(parts):
-        return None
-    try:
-        functools.reduce(getattr, parts[cut:], sys.modules[".".join(parts[:cut])])
-        return None  # reachable from what is imported: an attribute, not a missing module
-    except AttributeError:
-        pass
-    name = ".".join(parts[: cut + 1])
-    try:
-        return name if importlib.util.find_spec(name) is not None else None
-    except (ImportError, ValueError):
-        return None
+                spec = importlib.util.find_spec(name)
+            except (ImportError, ValueError):
+                spec = None
+            if spec is None:
+                raise ImportError(f"no module for {path}")
+            return None, name
+    return found, None
 
 
 class _Refuse(importlib.abc.MetaPathFinder):
-    """Refuses to import the modules that hold a blocked reference, while a ``blocked`` block runs."""
+    """Refuses to import the modules that hold a blocked reference ({module: reference}), while a block runs."""
 
     def __init__(self, modules: dict[str, str]):
-        self.modules = modules  # module name -> the blocked reference it holds
+        self.modules = modules
 
     def find_spec(self, fullname, path=None, target=None):
         if fullname in self.modules:
-            raise RuntimeError(f"{self.modules[fullname]} is the reference this exercise asks you to write "
-                               "yourself; your code must not call it here")
-        return None
+            raise RuntimeError(_refusal(self.modules[fullname]))
 
 
 def path_of(ref) -> str:
@@ -190,27 +151,24 @@ def path_of(ref) -> str:
 
 @contextlib.contextmanager
 def blocked(*references):
-    """Make posenc functions, classes or whole modules raise while the block runs, where the student's code
-    runs (the notebook's kernel).
-
-    Swaps the code of each function object, so the block catches every way of reaching it: ``posenc.f``,
-    ``from posenc import f as g`` done earlier, a method of a class. Restored on exit. A reference may also be
-    a dotted path (``"posenc.relative_torch.RelativePositionBias"``): one in a module nobody has imported yet
-    (a torch module posenc loads on first use) is not imported to be blocked, which would cost the import of
-    torch: importing its module is refused instead while the block runs."""
+    """Make posenc functions, classes or whole modules (or dotted paths to them) raise while the block runs,
+    where the student's code runs. The code of each function object is swapped, so every name it was imported
+    under is caught; restored on exit. A reference in a module not imported yet (a torch module posenc loads on
+    first use) is not imported to be blocked: importing its module is refused while the block runs."""
     targets, refused = {}, {}
     for ref in references:
         if isinstance(ref, str):
-            module = _unloaded_module(ref)
+            found, module = _lookup(ref)
             if module is not None:
                 refused[module] = ref
                 continue
-            ref = _resolve(ref)
+            ref = found
         if isinstance(ref, types.ModuleType):
             members = {f"{ref.__name__}.{n}": f for n, f in vars(ref).items()
                        if isinstance(f, types.FunctionType) and f.__module__ == ref.__name__}
         elif inspect.isclass(ref):
-            members = {f"{ref.__qualname__}.{n}": f for n, f in vars(ref).items() if isinstance(f, types.FunctionType)}
+            members = {f"{ref.__qualname__}.{n}": f for n, f in vars(ref).items()
+                       if isinstance(f, types.FunctionType)}
         elif isinstance(ref, types.FunctionType):
             members = {f"posenc.{ref.__name__}": ref}
         else:
@@ -230,8 +188,8 @@ def blocked(*references):
 
 
 def warnings_on_stdout():
-    """Show warnings on stdout from now on. nbgrader's Validate counts anything a test cell writes to stderr
-    as a failed test, and a warning is not one (numpy warns about log(0) on a branch np.where throws away)."""
+    """Show warnings on stdout from now on: nbgrader's Validate counts anything a test cell writes to stderr as a
+    failed test, and a warning is not one."""
     def show(message, category, filename, lineno, file=None, line=None):
         sys.stdout.write(warnings.formatwarning(message, category, filename, lineno, line))
 
@@ -240,21 +198,16 @@ def warnings_on_stdout():
 
 @dataclasses.dataclass
 class Grading:
-    """What the grading process hands a test cell it runs (``autograder.verdict``): ``ship`` turns a
-    ``@kernel`` function into a stand-in that runs it in the student's kernel, ``each`` runs a function on
-    many cases in one request, ``salt`` seeds the hidden tests' cases (None in the visible tests), and
-    ``blocked`` lists the dotted paths the open ``without`` blocks name (sent along with each call)."""
+    """What the grading process hands a test cell: ``ship`` turns a ``@kernel`` function into a stand-in that
+    runs it in the student's kernel, ``salt`` seeds the hidden tests' cases (None in the visible tests),
+    ``blocked`` holds the paths each open ``without`` names."""
     ship: Callable
-    each: Callable
     salt: int | None = None
     blocked: list = dataclasses.field(default_factory=list)
 
-    def blocked_now(self) -> list[str]:
-        return sorted({path for paths in self.blocked for path in paths})
-
 
 class Checks:
-    """The helpers a test cell reads as ``checks``: in the notebook, the module's own (``grading`` None, the
+    """The helpers a test cell reads as ``checks``: in the notebook, the module's own (``grading`` None: the
     student's code called directly); while autograding, one bound to the grader's ``Grading`` context."""
 
     FLOAT32 = FLOAT32
@@ -265,19 +218,15 @@ class Checks:
         self.grading = grading
 
     def rng(self, seed):
-        """The random generator tests draw their cases from: seeded with ``seed`` alone in the notebook and the
-        visible tests (the same cases every time); in the hidden tests while grading, with ``seed`` and a salt
-        secret to the grader and fixed per submission, so the hidden cases are not the ones written in the
-        cell, and re-grading repeats them."""
+        """The random generator of a test's cases: seeded with ``seed`` alone in the notebook and the visible
+        tests; in the hidden tests while grading, with ``seed`` and the grader's salt for this submission."""
         salt = None if self.grading is None else self.grading.salt
         return np.random.default_rng(seed if salt is None else [seed, salt])
 
     def kernel(self, function):
-        """Mark a function of a test cell that must run where the student's code runs (it builds the student's
-        objects, calls their methods, or spies on what their code calls) and returns only values: arrays,
-        numbers, strings, lists, tuples, dicts. In the notebook it is the function itself. While grading, its
-        source is sent into the student's kernel, run there, and what it returns is checked in the grading
-        process: keep the checks outside such functions."""
+        """Mark a test cell's function that must run where the student's code runs (it builds the student's
+        objects, calls their methods, spies on what their code calls) and returns only values. While grading,
+        its source is sent into the student's kernel: keep the checks outside such functions."""
         return function if self.grading is None else self.grading.ship(function)
 
     @contextlib.contextmanager
@@ -295,32 +244,19 @@ class Checks:
             self.grading.blocked.pop()
 
     def each(self, function, cases) -> list:
-        """``[function(*case) for case in cases]``, each case a tuple of positional arguments: the student's
-        function on every case of a test. While grading, the student's kernel gets every case in one request
-        (one round trip instead of one per case); the results come back as values, checked here."""
+        """``[function(*case) for case in cases]``: while grading, the stand-in of a notebook's function gets
+        every case in one request (its ``each``)."""
         cases = [tuple(case) for case in cases]
-        if self.grading is not None:
-            return self.grading.each(function, cases)
+        if self.grading is not None and hasattr(function, "each"):
+            return function.each(cases)
         return [function(*case) for case in cases]
 
     def each_case(self, function, cases, judge, *, call=None, calls=None, blocked=(), name=None) -> None:
-        """The hidden-test pattern in one call: the student's ``function`` on every case, all in one request to
-        the kernel (``each``), with ``blocked`` references blocked while it runs (``without``); then, here,
-        ``judge(*case, result)`` on each case in order, which compares the result with posenc's and raises
-        AssertionError in words. The first failure is raised again with its case named first: ``name(*case)``,
-        or "case 3 of 20". ``cases`` are tuples (drawn from ``rng``); the student's function gets ``case``
-        itself, or ``call(*case)`` where a case carries more than the call (an expected value computed
-        beforehand). Where a case is judged on several calls (a property: R(a) R(b) = R(a + b)),
-        ``calls(*case)`` lists them and the judge gets their results as a list.
-
-            r = checks.rng(1001)
-            cases = [(r.normal(size=(3, 4)), r.normal(size=(5, 4))) for _ in range(20)]
-
-            def judge(q, k, answer):
-                checks.close(answer, posenc.attention(q, k, k), f"q {q.shape}, k {k.shape}")
-
-            checks.each_case(my_attention, cases, judge, blocked=(posenc.attention,))
-        """
+        """The hidden-test pattern: the student's ``function`` on every case in one request (``each``), with
+        ``blocked`` references blocked (``without``); then, here, ``judge(*case, result)`` on each case in order,
+        which raises AssertionError in words, raised again with its case named first (``name(*case)``, or "case
+        3 of 20"). The function gets ``case`` itself, or ``call(*case)`` where a case carries more than the call;
+        where a case is judged on several calls, ``calls(*case)`` lists them and the judge gets their results."""
         if call is not None and calls is not None:
             raise TypeError("each_case takes call or calls, not both")
         cases = [tuple(case) for case in cases]
@@ -328,11 +264,8 @@ class Checks:
             grouped = [[case if call is None else tuple(call(*case))] for case in cases]
         else:
             grouped = [[tuple(c) for c in calls(*case)] for case in cases]
-        flat = [c for group in grouped for c in group]
         with self.without(*blocked):
-            results = self.each(function, flat)
-        if len(results) != len(flat):  # the grading process checks this too; a notebook's own run lands here
-            raise AssertionError(f"{len(results)} results for {len(flat)} calls")
+            results = self.each(function, [c for group in grouped for c in group])
         start = 0
         for index, (case, group) in enumerate(zip(cases, grouped, strict=True)):
             got = results[start:start + len(group)]

@@ -1,11 +1,6 @@
-"""``IpcKernelManager``: a kernel that talks to the process running it over ZeroMQ IPC sockets (files in a
-folder of its own) instead of TCP ports.
-
-jupyter_client picks a kernel's five TCP ports by binding each to port 0 and letting it go again, so two
-processes starting kernels at the same moment (two grading workers, or grading beside anything else that starts
-kernels) can be handed the same port; the second kernel then cannot bind it and dies before it replies to
-``kernel_info``, and its notebook is lost. Socket files in a private folder cannot collide. The sandbox's
-``SandboxKernelManager`` (autograder/sandbox.py) is one, its sockets in the sandbox's folder."""
+"""A kernel on ZeroMQ IPC sockets in a private folder instead of TCP ports: jupyter_client picks free ports by
+binding and releasing them, so two processes starting kernels at once could be handed the same port, and the
+second kernel died before it replied; socket files cannot collide."""
 
 from __future__ import annotations
 
@@ -18,7 +13,7 @@ from traitlets import default
 
 
 class IpcKernelManager(AsyncKernelManager):
-    """An AsyncKernelManager whose sockets are ``<private folder>/k-<n>`` (removed with the kernel)."""
+    """An AsyncKernelManager whose sockets are ``<private folder>/k-<n>``, the folder removed with the kernel."""
 
     @default("transport")
     def _transport_default(self):

@@ -1,38 +1,19 @@
-"""Test cells decided in the grading process, from values, never from what the student's kernel reports.
-
-While autograding, a test cell never runs in the student's kernel: the kernel has run the student's code, and an
-input transformer, an exception handler or a display hook registered there could make any cell run there look
-passed. ``judge`` runs the cell here, from the instructor's source (visible, then hidden tests):
-
-* the setup cell's imports are the grader's own numpy and posenc, and ``checks`` is a ``checks.Checks`` bound
-  to this cell's ``checks.Grading`` context;
-* each name the test reads from the notebook (the student's functions, classes and answer variables) is a
-  stand-in: a value the kernel sent as data, or ``RemoteFunction``, which sends its arguments to the kernel
-  (``autograder.agent``), calls the student's function there, and returns the value it got back
-  (``autograder.wire``: data only);
-* functions the test marks ``@checks.kernel`` are shipped to the kernel as source and run there;
-* references that the test blocks with ``checks.without`` are blocked in the kernel during the call;
-* hidden tests draw their cases from ``checks.rng`` salted per submission.
-
-Every assertion, every comparison and every reference value is computed here. A cell passes when its source
-runs to the end without an exception; the kernel can only influence the values it returns for inputs it
-sees at grading time. What the cell prints is kept: ``judge`` returns it with the ``Verdict``, and
-``autograder.preprocessors.GuardedExecute`` makes both the cell's outputs, which nbgrader scores.
-"""
+"""How a test cell is decided while autograding: the instructor's cell run in the grading process on the values
+the student's kernel returns (autograder/README.md, "Test cells run only in the grading process")."""
 
 from __future__ import annotations
 
 import ast
 import builtins
-import functools
-import hashlib
 import contextlib
+import hashlib
 import hmac
 import io
 import json
 import os
 import signal
 import threading
+import traceback
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,13 +26,12 @@ VISIBLE, HIDDEN = "<visible tests>", "<hidden tests>"  # the file names of their
 
 
 class StudentError(Exception):
-    """The student's code raised an exception of a type that is not a Python built-in (or a control one)."""
+    """The student's code raised an exception whose type is not one of Python's built-in ones."""
 
 
 class ChannelFailure(BaseException):
-    """The kernel did not answer a call as the protocol requires (no reply, an unreadable one, too late).
-    A BaseException, so that a test's ``except Exception`` (written for the student's own errors) cannot
-    take it for an answer: it always ends the test cell, failed."""
+    """The kernel did not answer as the protocol requires (no reply, an unreadable one, too late). A
+    BaseException, so that a test's ``except Exception`` cannot take it for an answer."""
 
 
 class KernelLost(ChannelFailure):
@@ -59,28 +39,17 @@ class KernelLost(ChannelFailure):
 
 
 class GraderTimeout(ChannelFailure):
-    """The grader's own work on the values the kernel sent (decoding, comparing) outlasted the cell's time."""
+    """The test cell's time ran out in the grader's own work (decoding, comparing the kernel's values)."""
 
 
-WATCH_GRACE = 1.0  # seconds the grader's timer waits past the channel's deadline (which governs waiting); at most
-#                   the cell's own time again
-
-
-def _critical(frame) -> bool:
-    """Whether ``frame`` or a frame that called it is one an exception must not interrupt: an import (a module
-    left half-imported would break every later submission)."""
-    while frame is not None:
-        if frame.f_code.co_filename.startswith("<frozen importlib"):
-            return True
-        frame = frame.f_back
-    return False
+WATCH_GRACE = 1.0  # seconds the grader's timer waits past the channel's deadline (which governs waiting)
 
 
 class _Watch:
-    """The deadline of the grader's own work on one test cell (``judge``'s ``seconds``), enforced with an
-    interval timer in the main thread. While a request waits for the kernel, the channel's own deadline
-    governs (it interrupts the kernel properly); the timer only marks the time as spent, and the request
-    raises when it returns. Elsewhere, the timer raises ``GraderTimeout`` where the grader's code is."""
+    """The deadline of the grader's own work on one test cell: an interval timer in the main thread that raises
+    GraderTimeout where the grader's code is, never inside an import (a half-imported module would break later
+    submissions). Inside a request (``waiting``) it only marks the time as spent: the channel's deadline
+    interrupts the kernel properly, and the request raises when it returns."""
 
     def __init__(self, seconds: float | None):
         self.seconds, self.busy, self.expired, self.done = seconds, False, False, False
@@ -89,25 +58,22 @@ class _Watch:
         if self.done:  # (rang while the timer was being stopped)
             return
         self.expired = True
-        if _critical(frame):  # never inside an import or a block's set-up: try again a moment later
-            signal.setitimer(signal.ITIMER_REAL, 0.01)
-            return
-        if not self.busy:
+        if any(f.f_code.co_filename.startswith("<frozen importlib") for f, _ in traceback.walk_stack(frame)):
+            signal.setitimer(signal.ITIMER_REAL, 0.01)  # in an import: a moment later
+        elif not self.busy:
             raise GraderTimeout(f"the grader's checks of the values the notebook returned took longer than the "
-                                f"{self.seconds:g} s this test cell gets (values built to be slow to decode "
-                                "or compare?)")
+                                f"{self.seconds:g} s this test cell gets (values built to be slow to decode or "
+                                "compare?)")
 
     @contextlib.contextmanager
     def running(self):
-        usable = (self.seconds is not None and hasattr(signal, "setitimer")
-                  and threading.current_thread() is threading.main_thread())
-        if not usable:  # (not the main thread: only the channel's deadline applies)
-            yield self
+        if self.seconds is None or threading.current_thread() is not threading.main_thread():
+            yield  # (only the channel's deadline applies)
             return
         previous = signal.signal(signal.SIGALRM, self._ring)
         signal.setitimer(signal.ITIMER_REAL, max(self.seconds, 0.01))
         try:
-            yield self
+            yield
         finally:
             self.done = True
             signal.setitimer(signal.ITIMER_REAL, 0)
@@ -115,7 +81,6 @@ class _Watch:
 
     @contextlib.contextmanager
     def waiting(self):
-        """Around one request to the kernel: the timer does not raise inside it, but after it."""
         self.busy = True
         try:
             yield
@@ -132,7 +97,7 @@ class Verdict:
     ename: str = ""
     message: str = ""
     lost: bool = False  # the kernel is gone: later cells cannot run
-    printed: str = ""  # what the cell's tests printed (and warned), in order
+    printed: str = ""  # what the cell's visible tests printed (and warned), in order
     line: int | None = None  # the line of the visible tests that failed (never one of the hidden tests)
 
 
@@ -149,26 +114,18 @@ def split_hidden(source: str) -> tuple[str, str]:
     return "\n".join(visible) + "\n", "\n".join(hidden) + "\n"
 
 
-def _is_kernel_decorator(node) -> bool:
-    return (isinstance(node, ast.Attribute) and node.attr == "kernel" and isinstance(node.value, ast.Name)
-            and node.value.id == "checks")
+def _marked(node) -> bool:
+    """Whether ``node`` is a function marked ``@checks.kernel``."""
+    return isinstance(node, ast.FunctionDef) and any(
+        isinstance(d, ast.Attribute) and d.attr == "kernel" and isinstance(d.value, ast.Name)
+        and d.value.id == "checks" for d in node.decorator_list)
 
 
 def kernel_functions(source: str) -> dict[str, str]:
-    """{name: source to run in the kernel} of the functions a test cell marks ``@checks.kernel``: the
-    function without its decorator, after the cell's other top-level functions it calls (transitively), so
-    that a builder shared by the kernel side and the checks is written once."""
+    """{name: source to run in the kernel} of the functions a test cell marks ``@checks.kernel`` (at any depth):
+    each undecorated, after the cell's top-level functions it calls (transitively)."""
     tree = ast.parse(source)
-    plain, marked = {}, {}
-    for node in tree.body:
-        if isinstance(node, ast.FunctionDef):
-            if any(_is_kernel_decorator(d) for d in node.decorator_list):
-                marked[node.name] = node
-            else:
-                plain[node.name] = node
-    for node in ast.walk(tree):  # marked functions nested in loops or other functions
-        if isinstance(node, ast.FunctionDef) and any(_is_kernel_decorator(d) for d in node.decorator_list):
-            marked.setdefault(node.name, node)
+    plain = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef) and not _marked(node)}
 
     def needs(node, seen):
         for name in sorted({n.id for n in ast.walk(node) if isinstance(n, ast.Name)}):
@@ -178,80 +135,59 @@ def kernel_functions(source: str) -> dict[str, str]:
         return seen
 
     found = {}
-    for name, node in marked.items():
-        bare = ast.FunctionDef(**{**{f: getattr(node, f) for f in node._fields}, "decorator_list": []})
-        helpers = [ast.unparse(plain[h]) for h in reversed(needs(node, []))]
-        found[name] = "\n\n".join(helpers + [ast.unparse(ast.fix_missing_locations(bare))])
+    for node in ast.walk(tree):
+        if _marked(node) and node.name not in found:
+            node.decorator_list = []
+            found[node.name] = "\n\n".join([ast.unparse(plain[h]) for h in reversed(needs(node, []))]
+                                           + [ast.unparse(node)])
     return found
 
 
 def notebook_names(source: str, setup: list[str]) -> list[str]:
-    """The names a test cell reads from the notebook: not bound by the cell, the setup imports or Python,
-    and not read only inside ``@checks.kernel`` functions (those run in the kernel, where they are defined)."""
+    """The names a test cell reads from the notebook: not bound by the cell, the setup imports or Python, and
+    not read only inside ``@checks.kernel`` functions (those run in the kernel)."""
     tree = ast.parse(source)
     for node in ast.walk(tree):
-        if isinstance(node, ast.FunctionDef) and any(_is_kernel_decorator(d) for d in node.decorator_list):
+        if _marked(node):
             node.body = [ast.Pass()]
     names = cell_names(ast.unparse(tree))
-    imported = set()
-    for line in setup:
-        imported |= cell_names(line)[0]
     if names is None:
         return []
-    binds, _, reads = names
-    return sorted(reads - imported - set(dir(builtins)))
+    imported = set().union(*(cell_names(line)[0] for line in setup))
+    return sorted(names[2] - imported - set(dir(builtins)))
 
 
 def submission_digest(nb, folder) -> str:
-    """A digest of everything the student's kernel can read of a submission: the notebook as it runs (every
-    cell's source, metadata and outputs, and its own metadata) and every file of its folder (names and
-    bytes; links by their target's name, never followed)."""
+    """A digest of everything the student's kernel can read of a submission: the notebook as it runs and every
+    file of its folder (names and bytes; links by their target's name, never followed)."""
     digest = hashlib.sha256(json.dumps(nb, sort_keys=True, default=str).encode())
-    root = Path(folder) if folder else None
-    if root is not None and root.is_dir():
-        for path in sorted(root.rglob("*")):
-            digest.update(b"\0" + str(path.relative_to(root)).encode("utf-8", "surrogateescape") + b"\0")
-            if path.is_symlink():
-                digest.update(b"link:" + os.fsencode(os.readlink(path)))
-            elif path.is_file():
-                try:
-                    with open(path, "rb") as handle:
-                        for block in iter(lambda: handle.read(1 << 20), b""):
-                            digest.update(block)
-                except OSError as exc:  # unreadable: its name and the reason still count
-                    digest.update(f"unreadable: {exc.errno}".encode())
+    for path in sorted(Path(folder).rglob("*")) if folder and Path(folder).is_dir() else ():
+        digest.update(b"\0" + str(path.relative_to(folder)).encode("utf-8", "surrogateescape") + b"\0")
+        if path.is_symlink():
+            digest.update(b"link:" + os.fsencode(os.readlink(path)))
+        elif path.is_file():
+            try:
+                digest.update(path.read_bytes())
+            except OSError as exc:  # unreadable: its name and the reason still count
+                digest.update(f"unreadable: {exc.errno}".encode())
     return digest.hexdigest()
 
 
 def salt_for(secret: bytes, student: str, assignment: str, grade_id: str, content: str = "") -> int:
-    """The salt of a test cell's hidden cases: secret to the grader, and fixed by the student, the chapter,
-    the cell and ``content`` (``submission_digest``: the notebook and every file beside it): re-grading the
-    same submission repeats the cases, and any change to it (a file of recorded answers beside the notebook
-    included) gets new ones, so cases a notebook recorded and printed while it was graded are no use to the
-    next version of it."""
+    """The salt of a test cell's hidden cases: secret to the grader, fixed by the student, the chapter, the cell
+    and ``content`` (``submission_digest``): a regrade repeats the cases, any change to the submission draws new
+    ones."""
     key = f"{student}\0{assignment}\0{grade_id}\0{content}".encode()
     return int.from_bytes(hmac.new(secret, key, hashlib.sha256).digest()[:8], "big")
 
 
-_SAFE_ERRORS = {name for name in dir(builtins) if isinstance(getattr(builtins, name), type)
-                and issubclass(getattr(builtins, name), Exception)}
-
-
-def _student_exception(reply: dict) -> Exception:
-    """The student's exception, rebuilt: a Python built-in type when it was one, else StudentError."""
-    name, message = str(reply.get("type", "Exception")), str(reply.get("message", ""))
-    if reply.get("module") == "builtins" and name in _SAFE_ERRORS:
-        return getattr(builtins, name)(message)
-    return StudentError(f"{name}: {message}")
-
-
-STORE_FROM = 20_000  # characters of wire JSON from which an argument is sent once and then by key
+STORE_FROM = 20_000  # characters of wire JSON from which an argument is sent once, then by key (wire.Stored)
 
 
 class Channel:
-    """What the grading process needs from the student's kernel: send a request, get the reply text.
-    ``stored`` mirrors the large arguments the kernel keeps (wire.Stored), oldest first; ``watch`` is the
-    deadline of the test cell being judged (set by ``judge``)."""
+    """What the grading process needs from the student's kernel: send a request, get the reply text. ``stored``
+    mirrors the keys of the large arguments the kernel keeps, oldest first; ``watch`` is the deadline of the test
+    cell being judged (set by ``judge``)."""
 
     stored: dict | None = None
     watch: _Watch | None = None
@@ -260,13 +196,13 @@ class Channel:
         raise NotImplementedError
 
     def pack(self, value):
-        """``value``, or a wire.Stored standing for it when it is large (by key alone if sent before)."""
+        """``value`` encoded, or a wire.Stored standing for it when it is large (by key alone if sent before):
+        a test that passes the arena's results to many calls sends them once."""
         tree = wire.encode(value)
         text = json.dumps(tree)
         if len(text) < STORE_FROM:
-            return wire.Encoded(tree)  # (encoded once, not again with the request)
-        if self.stored is None:
-            self.stored = {}
+            return wire.Encoded(tree)
+        self.stored = {} if self.stored is None else self.stored
         key = hashlib.sha256(text.encode()).hexdigest()
         if key in self.stored:
             return wire.Stored(key, None)
@@ -276,10 +212,9 @@ class Channel:
         return wire.Stored(key, text)
 
 
-
 def ask(channel: Channel, request: dict):
-    """Send one request through ``channel`` and return the value the student's code produced (or raise its
-    exception). A reply that is not a well-formed reply is a ChannelFailure."""
+    """Send one request and return the value the student's code produced, or raise its exception (a built-in
+    type when it was one, else StudentError). A reply that is not a well-formed reply is a ChannelFailure."""
     with channel.watch.waiting() if channel.watch is not None else contextlib.nullcontext():
         text = channel.request(wire.dumps(request))
     try:
@@ -290,19 +225,23 @@ def ask(channel: Channel, request: dict):
         raise ChannelFailure("the notebook's answer could not be read: not a reply")
     if reply["ok"] is True:
         return reply.get("value")
-    raise _student_exception(reply)
+    name, message = str(reply.get("type", "Exception")), str(reply.get("message", ""))
+    kind = getattr(builtins, name, None) if reply.get("module") == "builtins" else None
+    if isinstance(kind, type) and issubclass(kind, Exception):
+        raise kind(message)
+    raise StudentError(f"{name}: {message}")
 
 
 class RemoteFunction:
-    """Stands for the notebook's function or class ``name``: a call runs it in the student's kernel."""
+    """Stands for the notebook's function or class ``name`` (or, with its ``source``, a test cell's
+    ``@checks.kernel`` function): a call runs it in the student's kernel, with the open blocks sent along."""
 
     def __init__(self, channel: Channel, grading: checks.Grading, name: str, source: str | None = None):
         self._channel, self._grading, self.__name__, self._source = channel, grading, name, source
 
     def _ask(self, op: str, **fields):
-        """One request about this function (the blocks open now go along, and the source of a test-cell
-        function), answered by the student's kernel."""
-        request = {"op": op, "name": self.__name__, **fields, "blocked": self._grading.blocked_now()}
+        blocked = sorted({path for paths in self._grading.blocked for path in paths})
+        request = {"op": op, "name": self.__name__, **fields, "blocked": blocked}
         if self._source:
             request["source"] = self._source
         return ask(self._channel, request)
@@ -313,17 +252,18 @@ class RemoteFunction:
                          kwargs={k: pack(v) for k, v in kwargs.items()})
 
     def each(self, cases: list[tuple]) -> list:
-        """``[self(*case) for case in cases]`` in one request (``checks.each``): a list of as many results
-        (in more requests when their results would not fit in one reply). An argument that several cases share
-        (the same object) is encoded once."""
+        """``[self(*case) for case in cases]`` in one request, or more when the results would not fit in one
+        reply (the kernel answers for the first cases, and the rest are asked again). An argument that several
+        cases share (the same object) is encoded once."""
         packed = {}
 
         def pack(value):
             if id(value) not in packed:
                 packed[id(value)] = (value, self._channel.pack(value))  # (value kept: its id stays its own)
             return packed[id(value)][1]
+
         values = []
-        while len(values) < len(cases):  # the kernel answers for the first cases when all would not fit
+        while len(values) < len(cases):
             left = cases[len(values):]
             got = self._ask("each", cases=[[pack(a) for a in case] for case in left])
             if not isinstance(got, list) or not 0 < len(got) <= len(left):
@@ -336,73 +276,35 @@ class RemoteFunction:
         return f"<the notebook's {self.__name__}>"
 
 
-def _each(function, cases: list[tuple]) -> list:
-    """checks.each while grading: the notebook's functions get every case in one request."""
-    if isinstance(function, RemoteFunction):
-        return function.each(cases)
-    return [function(*case) for case in cases]
-
-
-class HiddenKernelFunction(Exception):
-    """A hidden test marks a function ``@checks.kernel``: its code would be sent to the student's kernel,
-    which could read it and answer for it. Hidden tests call the notebook's functions (checks.each) and
-    check the values here."""
-
-
-def _shipped(channel: Channel, grading: checks.Grading, shipped: dict, function) -> RemoteFunction:
-    if function.__name__ not in shipped:
-        raise HiddenKernelFunction(f"{function.__name__} is marked @checks.kernel inside the hidden tests; "
-                                   "only visible tests may run code in the student's kernel")
-    return RemoteFunction(channel, grading, function.__name__, shipped[function.__name__])
-
-
-@dataclass(frozen=True)
-class _Prepared:
-    """What judge needs of a test cell before it asks the kernel anything: the same for every submission."""
-    setup: object  # code objects
-    visible: object
-    hidden: object
-    shipped: dict
-    names: tuple
-
-
-@functools.lru_cache(maxsize=256)
-def _prepare(source: str, setup: tuple[str, ...]) -> _Prepared:
-    """A test cell parsed and compiled once per grading process (its source is the instructor's, from the
-    gradebook, so a class has a few dozen of them), not once per submission."""
-    visible, hidden = split_hidden(source)
-    return _Prepared(compile("\n".join(setup) + "\n", "<setup imports>", "exec"),
-                     compile(visible, VISIBLE, "exec"), compile(hidden, HIDDEN, "exec"),
-                     kernel_functions(visible),  # (never the hidden tests' code: the kernel is the student's)
-                     tuple(notebook_names(source, list(setup))))
-
-
 def _failed_line(exc: BaseException) -> int | None:
     """The line of the visible tests where ``exc`` was raised (the innermost frame of their code), or None."""
-    line, tb = None, exc.__traceback__
-    while tb is not None:
-        if tb.tb_frame.f_code.co_filename == VISIBLE:
-            line = tb.tb_lineno
-        tb = tb.tb_next
-    return line
-
+    lines = [line for frame, line in traceback.walk_tb(exc.__traceback__) if frame.f_code.co_filename == VISIBLE]
+    return lines[-1] if lines else None
 
 
 def judge(source: str, setup: list[str], channel: Channel, salt: int | None,
           seconds: float | None = None) -> Verdict:
     """Run a test cell's visible then hidden tests in this process against the student's kernel, in at most
-    ``seconds`` (the kernel's time and the grader's own: decoding and comparing what the kernel sent); past
-    them the cell fails, saying so. None: no limit of the grader's own (the channel's deadline still holds).
-    What the visible tests print (and warn) comes back in the verdict; what the hidden ones print is dropped (it
-    could show their cases)."""
+    ``seconds`` (the kernel's time and the grader's own; None: the channel's deadline alone). The verdict keeps
+    what the visible tests printed (and warned), never what the hidden ones printed (it could show their cases)."""
+    visible, hidden = split_hidden(source)
     try:
-        prepared = _prepare(source, tuple(setup))
+        setup_code = compile("\n".join(setup) + "\n", "<setup imports>", "exec")
+        visible_code, hidden_code = compile(visible, VISIBLE, "exec"), compile(hidden, HIDDEN, "exec")
+        shipped = kernel_functions(visible)  # (never the hidden tests' code: the kernel is the student's)
+        names = notebook_names(source, setup)
     except SyntaxError as exc:  # (the instructor's source: `make lessons` and the tests catch this first)
         return Verdict(False, "visible", "SyntaxError", str(exc))
-    shipped = prepared.shipped
-    grading = checks.Grading(ship=lambda fn: _shipped(channel, grading, shipped, fn), each=_each)
+
+    def ship(function):
+        if function.__name__ not in shipped:
+            raise RuntimeError(f"{function.__name__} is marked @checks.kernel inside the hidden tests; "
+                               "only visible tests may run code in the student's kernel")
+        return RemoteFunction(channel, grading, function.__name__, shipped[function.__name__])
+
+    grading = checks.Grading(ship=ship)
     namespace = {"__name__": "__grader__", "__builtins__": builtins}
-    exec(prepared.setup, namespace)
+    exec(setup_code, namespace)
     if "checks" in namespace:
         namespace["checks"] = checks.Checks(grading)
     stage, printed, shown = "visible", io.StringIO(), None
@@ -411,7 +313,6 @@ def judge(source: str, setup: list[str], channel: Channel, salt: int | None,
         with watch.running(), contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed), \
                 warnings.catch_warnings():
             warnings.simplefilter("always")  # (each warning printed where it happens, as in a notebook)
-            names = list(prepared.names)
             described = ask(channel, {"op": "describe", "names": names}) if names else {}
             if not isinstance(described, dict):
                 raise ChannelFailure("the notebook's answer could not be read: not a description")
@@ -422,16 +323,13 @@ def judge(source: str, setup: list[str], channel: Channel, salt: int | None,
                     namespace[name] = entry.get("value")
                 elif kind == "callable":
                     namespace[name] = RemoteFunction(channel, grading, name)
-            exec(prepared.visible, namespace)
+            exec(visible_code, namespace)
             stage, shown = "hidden", printed.getvalue()
             grading.salt = salt
-            exec(prepared.hidden, namespace)
-    except KernelLost as exc:
-        decided = Verdict(False, stage, "KernelLost", str(exc), lost=True)
-    except GraderTimeout as exc:
-        decided = Verdict(False, stage, "GraderTimeout", str(exc))
+            exec(hidden_code, namespace)
     except ChannelFailure as exc:
-        decided = Verdict(False, stage, "NoAnswer", str(exc))
+        ename = "NoAnswer" if type(exc) is ChannelFailure else type(exc).__name__
+        decided = Verdict(False, stage, ename, str(exc), lost=isinstance(exc, KernelLost))
     except Exception as exc:
         decided = Verdict(False, stage, type(exc).__name__, str(exc), line=_failed_line(exc))
     else:

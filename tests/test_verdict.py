@@ -208,7 +208,7 @@ def test_notebook_names_skip_what_runs_in_the_kernel():
 
 
 def test_hidden_cases_are_salted_per_submission():
-    draws = {salt: checks.Checks(checks.Grading(ship=None, each=None, salt=salt)).rng(7).integers(10**9)
+    draws = {salt: checks.Checks(checks.Grading(ship=None, salt=salt)).rng(7).integers(10**9)
              for salt in (None, 1, 2)}
     assert checks.rng(7).integers(10**9) == draws[None]
     assert draws[None] == np.random.default_rng(7).integers(10**9)

@@ -1,21 +1,6 @@
-"""``GuardedExecute``: nbgrader's ``Execute`` step, with three changes (configured in autograder/nbgrader_config.py).
-
-* A kernel that dies (``os._exit()`` in a student's cell, a crash, the out-of-memory killer) or that ignores
-  the interrupt sent after a cell's timeout (a loop that catches ``KeyboardInterrupt``) no longer fails the
-  whole submission, as it does in plain nbgrader (no grade at all for that student). Here the cell gets an
-  error that says what happened, the cells after it are marked as not run (an error output each, so their
-  tests score 0, which is what the student would see after *Restart and Run All*), and nbgrader records the
-  points earned before it. A cell that did reply is finished even when its closing "idle" message never
-  comes (the kernel's output socket drops messages a busy grader has not read yet): nbgrader would shut the
-  kernel down as if it hung.
-* The narrative cells the instructor tagged ``demo`` (figures, explorers, glue: display only) are left out
-  when no cell run after them uses a name they define (``autograder.liveness.demo_cells_to_skip``): a student
-  whose solution uses such a name gets that cell run, as in their own notebook. Autograding then costs the
-  graded cells, not the chapter's figures.
-* While autograding (when ``InstructorTests`` has put the instructor's test sources in the resources), a test
-  cell never runs in the student's kernel: ``autograder.verdict`` runs it in this process, and what it printed
-  and how it failed become the cell's outputs, which nbgrader scores. The cell shows its visible tests only.
-"""
+"""``GuardedExecute``: nbgrader's ``Execute`` step, where a dead or unresponsive kernel costs the cells after it,
+not the submission's grade; demo cells nothing later needs are left out (``liveness.demo_cells_to_skip``); and,
+while autograding, test cells are decided in this process by ``autograder.verdict``, never in the kernel."""
 
 from __future__ import annotations
 
@@ -37,18 +22,9 @@ from ..kernel_channel import KernelChannel
 from ..liveness import DEMO_TAG, demo_cells_to_skip
 from .instructor_tests import TESTS_KEY
 
-# The ``ename`` of the error outputs this module writes; the instructor's score table reports them.
-KERNEL_DIED = "KernelDied"
-KERNEL_UNRESPONSIVE = "KernelUnresponsive"
-NOT_RUN = "CellNotRun"
-
 
 def _error(ename: str, evalue: str, *more: str):
     return new_output("error", ename=ename, evalue=evalue, traceback=[f"{ename}: {evalue}", *more])
-
-
-def _is_test(cell) -> bool:
-    return cell.cell_type == "code" and bool(is_grade(cell)) and not is_solution(cell)
 
 
 def verdict_outputs(decided: verdicts.Verdict) -> list:
@@ -63,10 +39,8 @@ def verdict_outputs(decided: verdicts.Verdict) -> list:
 
 
 class GuardedExecute(Execute):
-    """nbgrader's Execute; a dead or unresponsive kernel costs the rest of that notebook, not the grade, and
-    display-only demo cells nothing later needs are not run (``skip_demo_cells``). While autograding (when
-    ``InstructorTests`` has put the instructor's test sources in the resources), each test cell is run and
-    decided in this process by ``autograder.verdict``, never in the kernel."""
+    """nbgrader's Execute, with the three changes of this module's docstring. Test cells are decided here when
+    ``InstructorTests`` has put the instructor's test sources in the resources (autograde)."""
 
     skip_demo_cells = Bool(True, help="leave out demo cells no later cell needs").tag(config=True)
     demo_tag = Unicode(DEMO_TAG, help="the tag of display-only narrative cells").tag(config=True)
@@ -82,12 +56,13 @@ class GuardedExecute(Execute):
         self.timeout_func = self._cell_timeout  # (nbclient's public switch for a cell's timeout)
 
     def preprocess(self, nb, resources=None, km=None):
+        resources = resources or {}
         self._stopped = None  # why execution stopped, once it has
         self._ends = time.monotonic() + self.notebook_timeout
         self._skipped = demo_cells_to_skip(nb, self.demo_tag) if self.skip_demo_cells else set()
-        self._tests = (resources or {}).get(TESTS_KEY)
+        self._tests = resources.get(TESTS_KEY)
         self._secret = self._read_secret() if self._tests else None
-        self._content = verdicts.submission_digest(nb, (resources or {}).get("metadata", {}).get("path"))
+        self._content = verdicts.submission_digest(nb, resources.get("metadata", {}).get("path"))
         self._grader_channel = None  # the comm to this notebook's kernel, opened on the first test cell
         return super().preprocess(nb, resources, km)
 
@@ -95,7 +70,7 @@ class GuardedExecute(Execute):
         if cell.cell_type != "code" or index in self._skipped:
             return cell, resources
         test = None
-        if self._tests and _is_test(cell):
+        if self._tests and is_grade(cell) and not is_solution(cell):
             test = self._tests["sources"].get(cell.metadata["nbgrader"].get("grade_id"))
             if test is not None:
                 cell.source = verdicts.split_hidden(cell.source)[0].rstrip("\n")  # (what the lesson shows)
@@ -103,7 +78,7 @@ class GuardedExecute(Execute):
             self._stopped = f"the notebook used up the {self.notebook_timeout} s it may run in all"
             self.log.warning("Cell %d: %s; the remaining cells are marked as not run", index, self._stopped)
         if self._stopped is not None:
-            cell.outputs = [_error(NOT_RUN, f"this cell was not run because {self._stopped}")]
+            cell.outputs = [_error("CellNotRun", f"this cell was not run because {self._stopped}")]
             return cell, resources
         if test is not None:
             self._decide(cell, index, test, resources)
@@ -113,18 +88,18 @@ class GuardedExecute(Execute):
             cell, resources = super().preprocess_cell(cell, resources, index)
         except DeadKernelError:
             self._stopped = f"the kernel died while running cell {index} (for example os._exit() or a crash)"
-            cell.outputs.append(_error(KERNEL_DIED, "the kernel died while this cell ran: "
+            cell.outputs.append(_error("KernelDied", "the kernel died while this cell ran: "
                                        "os._exit(), a crash, or the machine ran out of memory"))
         except CellTimeoutError:
-            if self._interrupted:
-                self._stopped = (f"cell {index} did not stop within {self.timeout} s and ignored the interrupt, "
-                                 "so the kernel was shut down")
-                cell.outputs.append(_error(KERNEL_UNRESPONSIVE, f"no reply within {self.timeout} s and the kernel "
-                                           "ignored the interrupt (a loop that catches KeyboardInterrupt?); "
-                                           "the kernel was shut down"))
-                self._kill_kernel()
-            else:  # it replied; only its closing messages were lost (see _async_handle_timeout)
+            if not self._interrupted:  # it replied; only its closing messages were lost (_async_handle_timeout)
                 self.log.warning("Cell %d: the kernel replied but its last messages were dropped", index)
+                return cell, resources
+            self._stopped = (f"cell {index} did not stop within {self.timeout} s and ignored the interrupt, "
+                             "so the kernel was shut down")
+            cell.outputs.append(_error("KernelUnresponsive", f"no reply within {self.timeout} s and the kernel "
+                                       "ignored the interrupt (a loop that catches KeyboardInterrupt?); "
+                                       "the kernel was shut down"))
+            self._kill_kernel()
         if self._stopped is not None:
             self.log.warning("Cell %d: %s; the remaining cells are marked as not run", index, self._stopped)
         return cell, resources
@@ -135,44 +110,41 @@ class GuardedExecute(Execute):
         meta = resources.get("nbgrader", {})
         salt = (verdicts.salt_for(self._secret, str(meta.get("student")), str(meta.get("assignment")), gid,
                                   self._content) if self._secret else secrets.randbits(63))
-        start = time.perf_counter()
         seconds = min(float(self.timeout or 60), max(1.0, self._ends - time.monotonic()))
         if self._grader_channel is None:
             self._grader_channel = KernelChannel(self)
         self._grader_channel.begin(seconds)
         decided = verdicts.judge(source, self._tests["setup"], self._grader_channel, salt, seconds)
-        self.log.debug("Cell %d (%s) decided in %.2f s: %s", index, gid, time.perf_counter() - start, decided)
+        self.log.debug("Cell %d (%s): %s", index, gid, decided)
         if decided.lost:
             self._stopped = f"the kernel stopped answering while cell {index}'s tests ran"
             self._kill_kernel()
         cell.outputs = verdict_outputs(decided)
 
     def _read_secret(self) -> bytes:
+        """The grader's secret, made by whichever grading process comes first (empty without ``secret_file``)."""
         if not self.secret_file:
             return b""
         path = Path(self.secret_file)
         path.parent.mkdir(parents=True, exist_ok=True)
-        try:  # made once, by whichever grading process comes first
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as handle:
+                handle.write(secrets.token_bytes(32))
         except FileExistsError:
-            return path.read_bytes()
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(secrets.token_bytes(32))
+            pass
         return path.read_bytes()
 
     def _cell_timeout(self, cell):
         """A cell's timeout, shortened to what is left of the notebook's."""
-        if not hasattr(self, "_ends"):  # (outside preprocess)
-            return self.timeout
         left = max(1, int(self._ends - time.monotonic()) + 1)
-        return left if not self.timeout or self.timeout < 0 else min(self.timeout, left)
+        return min(self.timeout, left) if self.timeout and self.timeout > 0 else left
 
     async def _async_handle_timeout(self, timeout, cell=None):
-        """nbclient calls this when a cell has not replied in time, and interrupts the kernel. Only then is a
-        CellTimeoutError that follows a kernel that ignored the interrupt. Without it, the kernel did reply and
-        only the cell's closing "idle" status never came: the kernel's output socket drops what a busy grading
-        process has not read yet (ZeroMQ's high-water mark), so a cell that sends thousands of messages fast
-        could lose it. That cell finished, and the notebook goes on. (nbclient has no public hook here.)"""
+        """Called by nbclient when a cell has not replied in time, and interrupts the kernel: only then is a
+        CellTimeoutError a kernel that ignored the interrupt; otherwise the kernel replied and only the cell's
+        closing "idle" was dropped (ZeroMQ's high-water mark, a cell that sends thousands of messages fast), and
+        the notebook goes on. A private method: nbclient raises the same CellTimeoutError in both cases and has
+        no public hook that tells them apart."""
         self._interrupted = True
         return await super()._async_handle_timeout(timeout, cell)
 
