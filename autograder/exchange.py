@@ -255,4 +255,8 @@ class ReleaseFeedbackEach(ExchangeReleaseFeedback):
                                " and ".join(missing))
             elif not missing:
                 self.src_path = folder
-                super().copy_files()
+                try:
+                    super().copy_files()
+                except OSError as exc:  # (an unreadable file costs its own student one line, not the release)
+                    self.log.error("Feedback not released for %s (%s): %s", one_line(student),
+                                   self.coursedir.assignment_id, one_line(str(exc)))

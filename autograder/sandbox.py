@@ -91,9 +91,10 @@ def _project_roots() -> list[Path]:
     """This checkout, and the folder the project was installed from if another (the kernel imports posenc and
     autograder through an editable install's finder)."""
     try:
-        url = json.loads(distribution("posenc").read_text("direct_url.json") or "{}").get("url", "")
+        origin = json.loads(distribution("posenc").read_text("direct_url.json") or "{}")
     except (PackageNotFoundError, ValueError, OSError):
-        url = ""
+        origin = {}
+    url = origin.get("url", "") if origin.get("dir_info", {}).get("editable") else ""
     return [ROOT, Path(url.removeprefix("file://"))] if url.startswith("file://") else [ROOT]
 
 
@@ -109,8 +110,8 @@ def _readonly_paths() -> list[Path]:
 def _mount_args(readonly: list[Path], writable: list[tuple[Path, Path]]) -> list[str]:
     """bwrap arguments that build the file tree on an empty tmpfs: the system folders, each path read-only,
     each (source, target) writable, then the symbolic links on the way to the interpreter and the checkout
-    (the mounts are of resolved paths). --dir makes each mount point's parents 0755 (bwrap's own are 0700,
-    which the kernel's unprivileged uid could not traverse)."""
+    (the mounts are of resolved paths). Each mount point's parent is made with --dir, mode 0755, which the
+    kernel's unprivileged uid can traverse."""
     args = []
     for name in SYSTEM:
         args += ["--symlink", os.readlink(name), name] if os.path.islink(name) else ["--ro-bind-try", name, name]

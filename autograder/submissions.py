@@ -99,7 +99,12 @@ def _link(path: Path) -> str | None:
     """What is wrong with a link, refused wherever it points (`unzip` restores a zip's links: `alice/01 ->
     ../../solutions/01` would hand in the model solutions); None for a real file or folder. Every entry is checked
     from the resolved root down, so one that is not a link is inside the handed-in folder."""
-    return f"is a symbolic link (to {_shown(os.readlink(path))})" if path.is_symlink() else None
+    if not path.is_symlink():
+        return None
+    try:
+        return f"is a symbolic link (to {_shown(os.readlink(path))})"
+    except OSError:  # (removed since: still not a folder to grade)
+        return "is a symbolic link (to ?)"
 
 
 def _linked(student: str, relative: str, path: Path, problem: str) -> str:

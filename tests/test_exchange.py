@@ -63,3 +63,37 @@ def test_a_change_after_submitting_moves_the_time_on(tmp_path):
     (folder / "sub" / "data.txt").write_text("changed after the due date")
     os.utime(folder / "sub" / "data.txt", (0, 0))  # the modification time moved back: the change time cannot be
     assert read_submission(folder, LIMIT, os.getuid(), [".ipynb_checkpoints"]).ctime > before
+
+
+def test_feedback_one_student_cannot_release_costs_only_that_student_a_line(tmp_path):
+    """A feedback folder nbgrader cannot copy (here its page is a folder) is its student's ERROR line; the
+    students after it still get their feedback."""
+    import logging
+
+    from nbgrader.auth import Authenticator
+    from nbgrader.coursedir import CourseDirectory
+
+    from autograder.exchange import ReleaseFeedbackEach
+
+    for student in ("ada", "bob", "chuck"):
+        folder = tmp_path / "course" / "feedback" / student / "01"
+        folder.mkdir(parents=True)
+        (folder / "timestamp.txt").write_text("2026-11-27 10:00:00.000000 UTC")
+        (folder / "submission_secret.txt").write_text(f"secret-{student}")
+        if student == "bob":
+            (folder / "01.html").mkdir()
+        else:
+            (folder / "01.html").write_text(f"<p>{student}</p>")
+    records = []
+    log = logging.getLogger("test-release-feedback")
+    log.addHandler(type("H", (logging.Handler,), {"emit": lambda self, r: records.append(r)})())
+    coursedir = CourseDirectory(root=str(tmp_path / "course"), course_id="c", assignment_id="01")
+    release = ReleaseFeedbackEach(coursedir=coursedir, authenticator=Authenticator(),
+                                  root=str(tmp_path / "exchange"), log=log)
+    release.init_src()
+    release.init_dest()
+    release.copy_files()
+    released = sorted(p.read_text() for p in (tmp_path / "exchange" / "c" / "feedback").glob("*.html"))
+    assert released == ["<p>ada</p>", "<p>chuck</p>"]
+    errors = [r.getMessage() for r in records if r.levelno >= logging.ERROR]
+    assert len(errors) == 1 and errors[0].startswith("Feedback not released for bob (01): "), errors
