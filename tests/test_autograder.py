@@ -100,6 +100,7 @@ def test_the_gradebook_waits_for_a_lock_through_its_url(tmp_path, monkeypatch):
     assert gradebook.api(cfg).coursedir.db_url == gradebook.waiting_url(url) != url
 
 
+@pytest.mark.slow  # (a whole command-line run in a subprocess)
 def test_the_command_line_finds_nbgraders_alembic_without_the_virtualenv_activated(tmp_path):
     """nbgrader runs its `alembic` program by name when it creates a gradebook; `python -m autograder` finds it in
     its own environment's bin/ when PATH does not name it (.venv/bin/python run without activating .venv)."""

@@ -57,6 +57,7 @@ def test_decoding_counts_every_value_against_one_cap(monkeypatch):
     assert wire.loads(wire.dumps([[]] * 400)) == [[]] * 400
 
 
+@pytest.mark.slow  # (decodes the largest payload the cap admits)
 def test_the_whole_largest_payload_decodes_within_the_cap():
     """An honest payload as large as the wire allows decodes: the cap is not smaller than JSON's own."""
     values = list(range(wire.MAX_BYTES // 16))

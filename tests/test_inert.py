@@ -473,6 +473,7 @@ def test_config_runs_inert_outputs_after_limit_output_and_sanitizes_pages(tmp_pa
 
 
 @pytest.mark.filterwarnings("ignore:Object of type:sqlalchemy.exc.SAWarning")  # nbgrader's add_submission
+@pytest.mark.slow  # (autogrades and renders a feedback page)
 def test_feedback_says_awaiting_grading_for_an_answer_nobody_graded(tmp_path, monkeypatch):
     """A gradebook with one written answer (no score at all), one graded by hand and one test cell: the page
     says "awaiting grading" for the first only, and counts it next to the total."""
