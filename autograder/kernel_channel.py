@@ -3,7 +3,6 @@ agent's comm (``agent.TARGET``): no cell runs, so no IPython hook of the noteboo
 
 from __future__ import annotations
 
-import json
 import queue
 import time
 import uuid
@@ -14,16 +13,6 @@ from .agent import TARGET
 from .verdict import Channel, ChannelFailure, KernelLost
 
 INTERRUPT_GRACE = 10.0  # seconds a kernel gets to come back after the interrupt sent at the deadline
-
-
-def message_size(content: dict) -> int:
-    """Characters an output message costs: its text, and every value of its data and metadata, whatever their
-    type (a JSON payload counts as its JSON text)."""
-    size = len(content["text"]) if isinstance(content.get("text"), str) else 0
-    for part in (content.get("data"), content.get("metadata"), content.get("transient")):
-        for value in part.values() if isinstance(part, dict) else ():
-            size += len(value) if isinstance(value, str) else len(json.dumps(value, default=str))
-    return size
 
 
 class KernelChannel(Channel):

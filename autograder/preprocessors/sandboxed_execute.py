@@ -4,12 +4,23 @@
 
 from __future__ import annotations
 
+import json
+
 from nbformat.v4 import new_output
 from traitlets import Integer
 
-from ..kernel_channel import message_size
 from ..sandbox import SandboxKernelManager, unavailable
 from .guarded_execute import GuardedExecute
+
+
+def message_size(content: dict) -> int:
+    """Characters an output message costs: its text, and every value of its data and metadata, whatever their
+    type (a JSON payload counts as its JSON text)."""
+    size = len(content["text"]) if isinstance(content.get("text"), str) else 0
+    for part in (content.get("data"), content.get("metadata"), content.get("transient")):
+        for value in part.values() if isinstance(part, dict) else ():
+            size += len(value) if isinstance(value, str) else len(json.dumps(value, default=str))
+    return size
 
 
 class SandboxedExecute(GuardedExecute):
