@@ -30,23 +30,20 @@ c.Execute.skip_cells_with_tag = "posenc-grading-never-skips"
 c.GuardedExecute.secret_file = os.path.join(COURSE, "grading_secret")
 c.GuardedExecute.notebook_timeout = int(os.environ.get("POSENC_NOTEBOOK_TIMEOUT", "600"))
 
-from autograder.preprocessors import (CheckCellMetadata, InertOutputs, InstructorTests, LimitOutput,  # noqa: E402
-                                      OverwriteCells, SandboxedExecute)
+from autograder.preprocessors import InertOutputs, InstructorTests, OverwriteCells, SandboxedExecute  # noqa: E402
 from nbconvert.preprocessors import ClearMetadataPreprocessor  # noqa: E402
-from nbgrader.preprocessors import (AssignLatePenalties, ClearOutput, DeduplicateIds, IgnorePattern,  # noqa: E402
-                                    OverwriteKernelspec, SaveAutoGrades)
+from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, ClearOutput, DeduplicateIds,  # noqa: E402
+                                    IgnorePattern, LimitOutput, OverwriteKernelspec, SaveAutoGrades)
 
 c.Autograde.sanitize_preprocessors = [ClearOutput, DeduplicateIds, OverwriteKernelspec, OverwriteCells,
                                       CheckCellMetadata]
 c.Autograde.autograde_preprocessors = [InstructorTests, SandboxedExecute, IgnorePattern,
                                        ClearMetadataPreprocessor, LimitOutput, InertOutputs, SaveAutoGrades,
                                        AssignLatePenalties, CheckCellMetadata]
-# The notebook checked against nbformat's schema once, after the last step, not after each (an invalid notebook
-# still fails; the message no longer names the step that made it invalid).
+# nbformat's schema checked once, after the last step, not after each (an invalid notebook still fails)
 c.Exporter.optimistic_validation = True
 c.LimitOutput.max_lines = 1000
-c.LimitOutput.max_traceback = 100
-c.LimitOutput.max_chars = 20000
+c.LimitOutput.max_traceback = 100  # (InertOutputs then cuts each text to 20,000 characters)
 c.OverwriteCells.add_missing_cells = True
 
 # formgrader and the feedback pages: HTML outputs through nbconvert's sanitizer (behind InertOutputs, for

@@ -31,6 +31,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output, new_raw_cell
 
 import synthetic
@@ -220,9 +221,14 @@ def test_grades_are_unchanged():
 # ---------------------------------------------------------------------------------------------------------
 # Markdown
 
+def render_markdown(source: str, attachments=None) -> str:
+    """The HTML nbconvert's HTMLExporter (formgrader, feedback) makes of a markdown cell."""
+    return MarkdownWithMath(renderer=IPythonRenderer(escape=False, attachments=attachments or {})).render(source)
+
+
 def _rendered_problems(source: str, attachments=None) -> list[str]:
     """Executable bits in the HTML nbconvert makes of a markdown cell."""
-    return executable_bits(inert.render_markdown(source, attachments), marker=None)
+    return executable_bits(render_markdown(source, attachments), marker=None)
 
 
 HOSTILE_MARKDOWN = {
@@ -298,7 +304,7 @@ def test_raw_html_is_shown_as_text_and_the_rest_still_renders():
               "<img src=x onerror=\"alert(1)\"> and <script>alert(2)</script>, `code <b>` too.\n\n"
               "```python\nprint('<b>')\n```\n")
     safe = inert_markdown(source)
-    page = inert.render_markdown(safe)
+    page = render_markdown(safe)
     assert not executable_bits(page, marker=None)
     # The tags read as text, the rest is Markdown as before.
     text = html.unescape(re.sub(r"<[^>]+>", "", page))
@@ -307,7 +313,7 @@ def test_raw_html_is_shown_as_text_and_the_rest_still_renders():
     # The maths are exactly what nbconvert makes of them without the HTML (MathJax reads this text).
     maths = ("$\\bar h = \\frac{1}{n}\\sum_i h_i$", "$a < b$", "$x<y$", "$$\\sum_{i<n} h_{\\pi(i)} = \\sum_{i<n} h_i$$")
     for math in maths:
-        alone = inert.render_markdown(math).strip().removeprefix("<p>").removesuffix("</p>")
+        alone = render_markdown(math).strip().removeprefix("<p>").removesuffix("</p>")
         assert alone in page, (math, alone)
     assert '<div class="highlight">' in page and "print('<b>')" in text  # fenced code: highlighted, escaped
 
@@ -316,7 +322,7 @@ def test_a_javascript_link_makes_the_whole_answer_plain_text():
     source = "My answer $a<b$ and [see this](javascript:alert(document.cookie))"
     safe = inert_markdown(source)
     assert safe.startswith(inert.MARKDOWN_NOTE) and source in safe
-    page = inert.render_markdown(safe)
+    page = render_markdown(safe)
     assert "<a " not in page and "<pre><code>" in page and html.escape(source, quote=False) in page
 
 
@@ -324,7 +330,7 @@ def test_a_fence_inside_the_answer_cannot_close_the_plain_text_block():
     source = "[x](javascript:alert(1))\n````\n<script>alert(1)</script>\n````\n"
     safe = inert_markdown(source)
     assert not _rendered_problems(safe) and not markdown_problems(safe)
-    assert "&lt;script&gt;" in inert.render_markdown(safe)
+    assert "&lt;script&gt;" in render_markdown(safe)
 
 
 def test_a_huge_markdown_cell_is_shown_as_plain_text_without_parsing(monkeypatch):
@@ -461,7 +467,7 @@ def _config(tmp_path, monkeypatch):
 
 def test_config_runs_inert_outputs_after_limit_output_and_sanitizes_pages(tmp_path, monkeypatch):
     from autograder.feedback import FeedbackExporter
-    from autograder.preprocessors import LimitOutput
+    from nbgrader.preprocessors import LimitOutput
 
     cfg = _config(tmp_path, monkeypatch)
     steps = list(cfg.Autograde.autograde_preprocessors)

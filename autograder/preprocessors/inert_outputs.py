@@ -1,5 +1,6 @@
 """``InertOutputs``: the autograded notebook holds nothing a browser would run (formgrader and the feedback page
-render it with nbconvert, which passes HTML through). The policy and why: autograder/README.md, "The additions"."""
+render it with nbconvert, which passes HTML through), and no text of an output longer than ``MAX_TEXT_CHARS``.
+The policy and why: autograder/README.md, "The additions"."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ MARKDOWN_NOTE = ("*The grader shows this cell as plain text: it held something t
 OUTPUT_IMAGES = {"image/png": (b"\x89PNG\r\n\x1a\n",), "image/jpeg": (b"\xff\xd8\xff",)}
 ATTACHMENT_IMAGES = {**OUTPUT_IMAGES, "image/gif": (b"GIF87a", b"GIF89a")}
 MAX_IMAGE_BYTES = 5_000_000
+MAX_TEXT_CHARS = 20_000  # nbgrader's LimitOutput counts lines, and print("x" * 10**8) is one line
 MAX_MARKDOWN_CHARS = 100_000  # a longer markdown cell is shown as plain text without being parsed
 REMEMBERED_MARKDOWN = 20_000  # markdown cells up to this size without attachments are checked once per worker
 
@@ -53,25 +55,32 @@ def _note(what: str, count: int = 1) -> str:
     return NOTE.format(what=what) + (f" (x{count})" if count > 1 else "")
 
 
-def _inert_output(output, max_image_bytes: int) -> tuple[NotebookNode | None, str | None]:
+def _cut(text: str | None, max_chars: int) -> str | None:
+    if text is None or len(text) <= max_chars:
+        return text
+    return text[:max_chars] + f"\n... Output truncated (more than {max_chars} characters) ..."
+
+
+def _inert_output(output, max_image_bytes: int, max_chars: int) -> tuple[NotebookNode | None, str | None]:
     """One output made inert, and what it lost (None: nothing; "": the output is an execute_result whose text
     is the note, since nbgrader reads a test cell's result)."""
     kind = output.get("output_type") if isinstance(output, dict) else None
     if kind == "stream":
-        text, name = _text(output.get("text")), output.get("name")
+        text, name = _cut(_text(output.get("text")), max_chars), output.get("name")
         if text is None:
             return None, "a stream output that is not text"
         return new_output("stream", name=name if name in ("stdout", "stderr") else "stdout", text=text), None
     if kind == "error":
         traceback = output.get("traceback")
         traceback = traceback if isinstance(traceback, list) else [] if traceback is None else [traceback]
-        return new_output("error", ename=str(output.get("ename", "")), evalue=str(output.get("evalue", "")),
-                          traceback=[str(line) for line in traceback]), None
+        return new_output("error", ename=_cut(str(output.get("ename", "")), max_chars),
+                          evalue=_cut(str(output.get("evalue", "")), max_chars),
+                          traceback=[_cut(str(line), max_chars) for line in traceback]), None
     if kind not in ("display_data", "execute_result"):
         return None, f"an output of unknown kind {_label(kind)!r}"
     kept, removed = {}, []
     for mime, value in (output["data"].items() if isinstance(output.get("data"), dict) else ()):
-        value = _text(value) if mime == "text/plain" else valid_image(value, mime, max_image_bytes)
+        value = _cut(_text(value), max_chars) if mime == "text/plain" else valid_image(value, mime, max_image_bytes)
         if value is not None:
             kept[mime] = value
         else:
@@ -87,13 +96,13 @@ def _inert_output(output, max_image_bytes: int) -> tuple[NotebookNode | None, st
     return new_output("execute_result", data=kept, execution_count=count), what
 
 
-def inert_outputs(outputs, max_image_bytes: int = MAX_IMAGE_BYTES) -> tuple[list, int]:
-    """A code cell's outputs made inert, and how many of them lost something. Only text, errors and valid
-    PNG/JPEG stay (metadata cleared); a text/plain note stands for what was removed, and a run of the same
-    note becomes one note with a count."""
+def inert_outputs(outputs, max_image_bytes: int = MAX_IMAGE_BYTES, max_chars: int = MAX_TEXT_CHARS) -> tuple:
+    """A code cell's outputs made inert, and how many of them lost something. Only text (each cut to
+    ``max_chars`` characters), errors and valid PNG/JPEG stay (metadata cleared); a text/plain note stands for
+    what was removed, and a run of the same note becomes one note with a count."""
     result, notes, run = [], 0, None  # run: [what, count] of the note that ends ``result``
     for output in outputs if isinstance(outputs, list) else []:
-        new, what = _inert_output(output, max_image_bytes)
+        new, what = _inert_output(output, max_image_bytes, max_chars)
         notes += what is not None
         if new is not None:
             result.append(new)
@@ -105,15 +114,6 @@ def inert_outputs(outputs, max_image_bytes: int = MAX_IMAGE_BYTES) -> tuple[list
             run = [what, 1]
             result.append(new_output("display_data", data={"text/plain": _note(what)}))
     return result, notes
-
-
-def _markdown(attachments: dict | None = None) -> MarkdownWithMath:
-    return MarkdownWithMath(renderer=IPythonRenderer(escape=False, attachments=attachments or {}))
-
-
-def render_markdown(source: str, attachments: dict | None = None) -> str:
-    """The HTML nbconvert's HTMLExporter (formgrader, feedback) makes of a markdown cell."""
-    return _markdown(attachments).render(source)
 
 
 _DATA_IMAGE = re.compile(r"data:image/(png|jpeg|gif|webp);base64,[a-z0-9+/=]*")
@@ -199,19 +199,19 @@ def markdown_problems(source: str, attachments: dict | None = None) -> tuple[str
     (found in the HTML). A small cell without attachments is checked once per grading worker (every submission
     of a chapter carries the same instructor's markdown)."""
     if attachments or len(source) > REMEMBERED_MARKDOWN:
-        return _problems(source, attachments)
-    return _remembered_problems(source)
+        return _problems.__wrapped__(source, attachments)
+    return _problems(source)
 
 
+@functools.lru_cache(maxsize=1024)
 def _problems(source: str, attachments: dict | None = None) -> tuple[str, ...]:
     try:
-        page, state = _markdown(attachments).parse(source)
+        renderer = IPythonRenderer(escape=False, attachments=attachments or {})  # as formgrader and feedback
+        page, state = MarkdownWithMath(renderer=renderer).parse(source)
         return (*_unsafe_tokens(state.tokens), *_Allowed(page, _MARKDOWN_TAGS).problems)
     except Exception as exc:  # nbconvert fails on a missing attachment, for example
         return (f"rendering failed: {type(exc).__name__}",)
 
-
-_remembered_problems = functools.lru_cache(maxsize=1024)(_problems)
 
 _MATH = "|".join(f"(?:{getattr(MathInlineParser, name)})" for name in (
     "BLOCK_MATH_TEX", "BLOCK_MATH_LATEX", "INLINE_MATH_TEX", "INLINE_MATH_LATEX", "LATEX_ENVIRONMENT"))
@@ -278,10 +278,8 @@ class InertOutputs(NbGraderPreprocessor):
             if notes:
                 self.log.info("Cell %d: %d outputs other than text and images were removed", index, notes)
         elif cell.cell_type == "markdown":
-            if "attachments" in cell:
-                cell.attachments = NotebookNode(inert_attachments(cell.attachments))
-                if not cell.attachments:
-                    del cell["attachments"]
+            if attachments := inert_attachments(cell.pop("attachments", None)):
+                cell.attachments = NotebookNode(attachments)
             source = inert_markdown(cell.source, cell.get("attachments"))
             if source != cell.source:
                 self.log.warning("Cell %d: raw HTML or unsafe links in a markdown cell are shown as text", index)
