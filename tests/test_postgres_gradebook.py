@@ -96,22 +96,19 @@ def test_the_gradebook_url_comes_from_the_environment_and_sqlite_stays_the_defau
     assert gradebook.url_problem(url) is None
 
 
-@pytest.mark.parametrize("url, says", [
-    ("mysql://grader:secret@db.example/posenc", "cannot be a mysql database"),
-    ("postgresql://grader:secret@db.example/posenc", "SQLAlchemy's default driver (psycopg 3)"),
-    ("postgres://grader:secret@db.example/posenc", "SQLAlchemy's default driver (psycopg 3)"),
-    ("postgresql+asyncpg://grader:secret@db.example/posenc", "the driver 'asyncpg'"),
-    ("postgresql+psycopg2://grader:secret@/posenc", "needs a host and a database"),
-    ("not a url", "is not a database URL"),
-    ("sqlite://", "names no file"),
+@pytest.mark.parametrize("url", [
+    "mysql://grader:secret@db.example/posenc", "postgresql://grader:secret@db.example/posenc",
+    "postgres://grader:secret@db.example/posenc", "postgresql+asyncpg://grader:secret@db.example/posenc",
+    "postgresql+psycopg2://grader:secret@/posenc", "not a url", "sqlite://",
 ])
-def test_a_url_nbgrader_cannot_use_is_refused_naming_the_setting(url, says, tmp_path, monkeypatch):
+def test_a_url_nbgrader_cannot_use_is_refused_naming_the_setting(url, tmp_path, monkeypatch):
     monkeypatch.setenv("POSENC_COURSE_DIR", str(tmp_path / "course"))
     monkeypatch.setenv("POSENC_DB_URL", url)
     with pytest.raises(gradebook.Unavailable) as refused:
         gradebook.check(config.load_config())
     message = str(refused.value)
-    assert message.startswith("POSENC_DB_URL=") and says in message and "\n" not in message, message
+    assert message.startswith("POSENC_DB_URL=") and "is not a gradebook this course can use" in message, message
+    assert "\n" not in message and url.replace("secret", "***") in message, "names the URL as set, no password"
     assert "sqlite:///PATH" in message or "postgresql+psycopg2://" in message, "say what is allowed"
     assert "secret" not in message, "the password is never shown"
 
