@@ -588,6 +588,7 @@ def test_cell_names_worked_examples():
     _, kills, reads = cell_names("if c:\n    q = 1\nprint(q)\nwith open(p) as fh:\n    t = fh.read()\nprint(t)\n")
     assert "q" in reads and "q" not in kills and {"fh", "t"} <= kills and "t" not in reads
     assert cell_names("%matplotlib inline\nx = y")[2] >= {"get_ipython", "y"}, "magics are translated"
+    assert cell_names("In [1]: x = 1")[0] == {"x"}, "IPython strips a pasted prompt, though the line is Python"
     assert cell_names("def broken(:\n") is None
 
 
@@ -596,6 +597,7 @@ def test_cell_names_worked_examples():
     "v = [a for a in a]",  # a comprehension's first iterable is read in the enclosing scope
     "class C:\n    a = a\n",  # a class body reads a name from the globals before binding it
     "def f():\n    global a\n    a = a + 1\n",  # a global statement makes the function's a the notebook's
+    "def f(b: a):\n    return b\n",  # an annotation is read where the function is made
 ])
 def test_a_demo_cell_whose_name_a_student_reads_in_a_nested_scope_still_runs(student):
     """Leaving the demo cell out would fail the student's cell with a NameError the lesson never shows."""

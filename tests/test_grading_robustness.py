@@ -83,6 +83,7 @@ def test_the_demo_cell_analysis_is_bounded():
     assert cell_names(huge) is None  # not analysed: treated like a cell that does not parse
     deep = "(" * 5000 + ")" * 5000
     assert cell_names(deep) is None
+    assert cell_names("x = " + "-" * 900 + "1") is None  # parses, but too deep to analyse
 
 
 # -- the real pipeline ----------------------------------------------------------------------------------
