@@ -4,7 +4,6 @@ answers the grader's requests (``describe``, ``call``, ``run``, ``each``; autogr
 
 from __future__ import annotations
 
-import json
 import sys
 
 from . import checks, wire
@@ -14,6 +13,7 @@ EACH_BYTES = wire.MAX_BYTES - (64 << 10)  # the results of one ``each`` reply (r
 FLUSH_CHARS = 1 << 20
 
 
+_OK_BEFORE, _OK_AFTER = wire.dumps({"ok": True, "value": None}).split("null")  # around an answer's text
 _STORED: dict = {}  # key -> value of the large arguments the grader sent (wire.Stored), oldest first
 
 
@@ -28,10 +28,11 @@ def _unstore(value):
     return _STORED[value.key]
 
 
-def _call(request: dict, namespace: dict):
-    """The notebook's function ``name`` (or a test cell's function, with its ``source``) called on the request's
-    arguments; for ``each``, on every case in order, stopping before the first result that would take the reply
-    past ``EACH_BYTES`` (the grader asks again for the rest; the first result always goes)."""
+def _call(request: dict, namespace: dict) -> str:
+    """The wire text of the answer: the notebook's function ``name`` (or a test cell's function, with its
+    ``source``) called on the request's arguments; for ``each``, the list of its results on every case in order,
+    stopping before the first result that would take the list past ``EACH_BYTES`` (the grader asks again for the
+    rest; the first result always goes)."""
     if "source" in request:
         scope = dict(namespace)
         exec(compile(request["source"], "<test function>", "exec"), scope)
@@ -41,20 +42,27 @@ def _call(request: dict, namespace: dict):
     if request["op"] != "each":
         args = [_unstore(a) for a in request.get("args", ())]
         kwargs = {k: _unstore(v) for k, v in request.get("kwargs", {}).items()}
-        return wire.Encoded(wire.encode(target(*args, **kwargs)))
-    results, size = [], 0
+        return wire.dumps(target(*args, **kwargs))
+    texts, size = [], 0
     for case in request["cases"]:
-        tree = wire.encode(target(*[_unstore(a) for a in case]))
-        size += len(json.dumps(tree)) + 2
-        if results and size > EACH_BYTES:
+        text = wire.dumps(target(*[_unstore(a) for a in case]))
+        size += len(text) + 2
+        if texts and size > EACH_BYTES:
             break
-        results.append(wire.Encoded(tree))
-    return results
+        texts.append(text)
+    return "[" + ", ".join(texts) + "]"
 
 
-def handle(text: str, namespace: dict | None = None) -> dict:
-    """The reply to one request: ``{"ok": True, "value": ...}`` or ``{"ok": False, "type", "module", "message"}``.
-    ``namespace`` is the notebook's (the kernel's user namespace by default)."""
+def _error(exc: BaseException) -> str:
+    message = f"the answer cannot be sent to the grader: {exc}" if isinstance(exc, wire.WireError) else str(exc)
+    return wire.dumps({"ok": False, "type": type(exc).__name__, "module": type(exc).__module__,
+                       "message": message[:4000]})
+
+
+def reply(text: str, namespace: dict | None = None) -> str:
+    """The wire text of the reply to one request: ``{"ok": True, "value": ...}`` or ``{"ok": False, "type",
+    "module", "message"}`` (an answer the wire cannot carry: a WireError in words). ``namespace`` is the
+    notebook's (the kernel's user namespace by default)."""
     if namespace is None:
         from IPython import get_ipython
 
@@ -63,36 +71,21 @@ def handle(text: str, namespace: dict | None = None) -> dict:
         request = wire.loads(text)
         if request["op"] == "describe":  # (a name the notebook does not define is left out)
             found = {name: namespace[name] for name in request["names"] if name in namespace}
-            return {"ok": True, "value": {name: {"kind": "callable"} if callable(value) else
-                                          {"kind": "data", "value": value} for name, value in found.items()}}
+            return wire.dumps({"ok": True, "value": {name: {"kind": "callable"} if callable(value) else
+                                                     {"kind": "data", "value": value}
+                                                     for name, value in found.items()}})
         # The call, the encoding of its answer and the text of its exception all happen inside the block: an
         # answer whose __float__ or __str__ calls posenc would otherwise run after the block is lifted.
         with checks.blocked(*request.get("blocked", [])):
             try:
-                return {"ok": True, "value": _call(request, namespace)}
-            except wire.WireError as exc:
-                return _unsendable(exc)
+                answer = _OK_BEFORE + _call(request, namespace) + _OK_AFTER
             except BaseException as exc:
                 return _error(exc)
+        if len(answer) > wire.MAX_BYTES:
+            raise wire.WireError(f"the answer is larger than {wire.MAX_BYTES >> 20} MB")
+        return answer
     except BaseException as exc:  # the student's exception is the answer (KeyboardInterrupt: an interrupt)
         return _error(exc)
-
-
-def _error(exc: BaseException) -> dict:
-    return {"ok": False, "type": type(exc).__name__, "module": type(exc).__module__, "message": str(exc)[:4000]}
-
-
-def _unsendable(exc: Exception) -> dict:
-    return {"ok": False, "type": "WireError", "module": "autograder.wire",
-            "message": f"the answer cannot be sent to the grader: {exc}"}
-
-
-def reply(text: str, namespace: dict | None = None) -> str:
-    """The wire text of :func:`handle`'s reply; an answer the wire cannot carry is an error in words."""
-    try:
-        return wire.dumps(handle(text, namespace))
-    except (wire.WireError, ValueError) as exc:
-        return wire.dumps(_unsendable(exc))
 
 
 def bounded_writes(stream) -> None:

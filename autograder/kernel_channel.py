@@ -22,7 +22,7 @@ class KernelChannel(Channel):
     KernelLost."""
 
     def __init__(self, client):
-        self.client, self.comm_id, self.stored = client, None, {}
+        self.client, self.comm_id = client, None
 
     def begin(self, seconds: float) -> None:
         self.deadline, self.seconds = time.monotonic() + seconds, seconds
@@ -31,15 +31,15 @@ class KernelChannel(Channel):
         return run_sync(self._request)(payload)
 
     def _send(self, msg_type: str, content: dict) -> str:
-        msg = self.client.kc.session.msg(msg_type, content)
+        msg = self.client.kc.session.msg(msg_type, {"comm_id": self.comm_id, **content})
         self.client.kc.shell_channel.send(msg)
         return msg["header"]["msg_id"]
 
     async def _request(self, payload: str) -> str:
-        if self.comm_id is None:
+        if self.comm_id is None:  # (the kernel handles it before the request that follows it)
             self.comm_id = uuid.uuid4().hex
-            await self._wait(self._send("comm_open", {"comm_id": self.comm_id, "target_name": TARGET, "data": {}}))
-        reply = await self._wait(self._send("comm_msg", {"comm_id": self.comm_id, "data": {"request": payload}}))
+            self._send("comm_open", {"target_name": TARGET, "data": {}})
+        reply = await self._wait(self._send("comm_msg", {"data": {"request": payload}}))
         if reply is None:
             raise ChannelFailure("the notebook's kernel did not answer the grader's call: code in the notebook "
                                  "changed or blocked the grader's agent")
@@ -52,9 +52,9 @@ class KernelChannel(Channel):
         reply, late = None, False
         while True:
             remaining = self.deadline - time.monotonic()
-            if remaining <= 0 and late:
-                raise KernelLost(f"the kernel ignored the interrupt sent after {self.seconds:g} s")
             if remaining <= 0:
+                if late:
+                    raise KernelLost(f"the kernel ignored the interrupt sent after {self.seconds:g} s")
                 try:
                     await ensure_async(self.client.km.interrupt_kernel())
                 except Exception as exc:  # a kernel that cannot be interrupted is as good as lost
@@ -70,10 +70,10 @@ class KernelChannel(Channel):
             if msg.get("parent_header", {}).get("msg_id") != msg_id:
                 continue
             kind, content = msg.get("msg_type"), msg.get("content", {})
-            if kind == "status" and content.get("execution_state") == "idle" and late:
-                raise ChannelFailure(f"the notebook's code did not return within {self.seconds:g} s (the time "
-                                     "one test cell gets)")
             if kind == "status" and content.get("execution_state") == "idle":
+                if late:
+                    raise ChannelFailure(f"the notebook's code did not return within {self.seconds:g} s (the "
+                                         "time one test cell gets)")
                 return reply
             if kind == "comm_msg" and reply is None and isinstance(content.get("data", {}).get("reply"), str):
                 reply = content["data"]["reply"]

@@ -48,22 +48,22 @@ WATCH_GRACE = 1.0  # seconds the grader's timer waits past the channel's deadlin
 class _Watch:
     """The deadline of the grader's own work on one test cell: an interval timer in the main thread that raises
     GraderTimeout where the grader's code is, never inside an import (a half-imported module would break later
-    submissions). Inside a request (``waiting``) it only marks the time as spent: the channel's deadline
-    interrupts the kernel properly, and the request raises when it returns."""
+    submissions) nor while a request waits on the kernel (``busy``: the channel's deadline interrupts the kernel
+    properly); there it rings again a moment later."""
 
     def __init__(self, seconds: float | None):
-        self.seconds, self.busy, self.expired, self.done = seconds, False, False, False
+        self.seconds, self.busy, self.done = seconds, False, False
 
     def _ring(self, signum, frame):
         if self.done:  # (rang while the timer was being stopped)
             return
-        self.expired = True
-        if any(f.f_code.co_filename.startswith("<frozen importlib") for f, _ in traceback.walk_stack(frame)):
-            signal.setitimer(signal.ITIMER_REAL, 0.01)  # in an import: a moment later
-        elif not self.busy:
-            raise GraderTimeout(f"the grader's checks of the values the notebook returned took longer than the "
-                                f"{self.seconds:g} s this test cell gets (values built to be slow to decode or "
-                                "compare?)")
+        if self.busy or any(f.f_code.co_filename.startswith("<frozen importlib")
+                            for f, _ in traceback.walk_stack(frame)):
+            signal.setitimer(signal.ITIMER_REAL, 0.01)
+            return
+        raise GraderTimeout(f"the grader's checks of the values the notebook returned took longer than the "
+                            f"{self.seconds:g} s this test cell gets (values built to be slow to decode or "
+                            "compare?)")
 
     @contextlib.contextmanager
     def running(self):
@@ -86,8 +86,6 @@ class _Watch:
             yield
         finally:
             self.busy = False
-        if self.expired:
-            raise GraderTimeout(f"the test cell used up its {self.seconds:g} s")
 
 
 @dataclass
@@ -143,18 +141,16 @@ def kernel_functions(source: str) -> dict[str, str]:
     return found
 
 
-def notebook_names(source: str, setup: list[str]) -> list[str]:
-    """The names a test cell reads from the notebook: not bound by the cell, the setup imports or Python, and
-    not read only inside ``@checks.kernel`` functions (those run in the kernel)."""
+def notebook_names(source: str, bound) -> list[str]:
+    """The names a test cell reads from the notebook: not bound by the cell first, in ``bound`` (the setup
+    imports' namespace) or by Python, and not read only inside ``@checks.kernel`` functions (they run in the
+    kernel)."""
     tree = ast.parse(source)
     for node in ast.walk(tree):
         if _marked(node):
             node.body = [ast.Pass()]
     names = cell_names(ast.unparse(tree))
-    if names is None:
-        return []
-    imported = set().union(*(cell_names(line)[0] for line in setup))
-    return sorted(names[2] - imported - set(dir(builtins)))
+    return [] if names is None else sorted(n for n in names[2] if n not in bound and not hasattr(builtins, n))
 
 
 def submission_digest(nb, folder) -> str:
@@ -196,12 +192,11 @@ class Channel:
         raise NotImplementedError
 
     def pack(self, value):
-        """``value`` encoded, or a wire.Stored standing for it when it is large (by key alone if sent before):
-        a test that passes the arena's results to many calls sends them once."""
-        tree = wire.encode(value)
-        text = json.dumps(tree)
+        """``value``, or a wire.Stored standing for it when it is large (by key alone if sent before): a test
+        that passes the arena's results to many calls sends them once."""
+        text = wire.dumps(value)
         if len(text) < STORE_FROM:
-            return wire.Encoded(tree)
+            return value
         self.stored = {} if self.stored is None else self.stored
         key = hashlib.sha256(text.encode()).hexdigest()
         if key in self.stored:
@@ -254,18 +249,13 @@ class RemoteFunction:
     def each(self, cases: list[tuple]) -> list:
         """``[self(*case) for case in cases]`` in one request, or more when the results would not fit in one
         reply (the kernel answers for the first cases, and the rest are asked again). An argument that several
-        cases share (the same object) is encoded once."""
-        packed = {}
-
-        def pack(value):
-            if id(value) not in packed:
-                packed[id(value)] = (value, self._channel.pack(value))  # (value kept: its id stays its own)
-            return packed[id(value)][1]
-
+        cases share (the same object) is packed once."""
+        distinct = {id(a): a for case in cases for a in case}  # (``cases`` keeps each id its object's)
+        packed = {key: self._channel.pack(a) for key, a in distinct.items()}
         values = []
         while len(values) < len(cases):
             left = cases[len(values):]
-            got = self._ask("each", cases=[[pack(a) for a in case] for case in left])
+            got = self._ask("each", cases=[[packed[id(a)] for a in case] for case in left])
             if not isinstance(got, list) or not 0 < len(got) <= len(left):
                 raise ChannelFailure(f"the notebook's answer to {len(left)} calls of {self.__name__} could not "
                                      "be read: not a list of results, one per call")
@@ -276,23 +266,18 @@ class RemoteFunction:
         return f"<the notebook's {self.__name__}>"
 
 
-def _failed_line(exc: BaseException) -> int | None:
-    """The line of the visible tests where ``exc`` was raised (the innermost frame of their code), or None."""
-    lines = [line for frame, line in traceback.walk_tb(exc.__traceback__) if frame.f_code.co_filename == VISIBLE]
-    return lines[-1] if lines else None
-
-
 def judge(source: str, setup: list[str], channel: Channel, salt: int | None,
           seconds: float | None = None) -> Verdict:
     """Run a test cell's visible then hidden tests in this process against the student's kernel, in at most
     ``seconds`` (the kernel's time and the grader's own; None: the channel's deadline alone). The verdict keeps
     what the visible tests printed (and warned), never what the hidden ones printed (it could show their cases)."""
     visible, hidden = split_hidden(source)
+    namespace = {"__name__": "__grader__", "__builtins__": builtins}
     try:
-        setup_code = compile("\n".join(setup) + "\n", "<setup imports>", "exec")
+        exec(compile("\n".join(setup) + "\n", "<setup imports>", "exec"), namespace)
         visible_code, hidden_code = compile(visible, VISIBLE, "exec"), compile(hidden, HIDDEN, "exec")
         shipped = kernel_functions(visible)  # (never the hidden tests' code: the kernel is the student's)
-        names = notebook_names(source, setup)
+        names = notebook_names(source, namespace)
     except SyntaxError as exc:  # (the instructor's source: `make lessons` and the tests catch this first)
         return Verdict(False, "visible", "SyntaxError", str(exc))
 
@@ -303,8 +288,6 @@ def judge(source: str, setup: list[str], channel: Channel, salt: int | None,
         return RemoteFunction(channel, grading, function.__name__, shipped[function.__name__])
 
     grading = checks.Grading(ship=ship)
-    namespace = {"__name__": "__grader__", "__builtins__": builtins}
-    exec(setup_code, namespace)
     if "checks" in namespace:
         namespace["checks"] = checks.Checks(grading)
     stage, printed, shown = "visible", io.StringIO(), None
@@ -330,8 +313,9 @@ def judge(source: str, setup: list[str], channel: Channel, salt: int | None,
     except ChannelFailure as exc:
         ename = "NoAnswer" if type(exc) is ChannelFailure else type(exc).__name__
         decided = Verdict(False, stage, ename, str(exc), lost=isinstance(exc, KernelLost))
-    except Exception as exc:
-        decided = Verdict(False, stage, type(exc).__name__, str(exc), line=_failed_line(exc))
+    except Exception as exc:  # (line: the innermost of the visible tests' frames, never a hidden test's)
+        lines = [line for frame, line in traceback.walk_tb(exc.__traceback__) if frame.f_code.co_filename == VISIBLE]
+        decided = Verdict(False, stage, type(exc).__name__, str(exc), line=lines[-1] if lines else None)
     else:
         decided = Verdict(True)
     finally:

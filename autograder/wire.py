@@ -21,22 +21,13 @@ MAX_DEPTH = 64  # lists, tuples and dicts inside each other
 MAX_ELEMENTS = 1 << 21  # values in one decoded payload (containers and leaves; an array counts as one)
 MAX_SHARED_HASH = 8  # keys of one decoded dict that may share a hash (CPython's -1 and -2 do, honestly)
 STORED = 64  # the large arguments the agent keeps (wire.Stored), oldest dropped first
-_DTYPES = {"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-           "float16", "float32", "float64", "complex64", "complex128", np.dtype(np.longdouble).name,
-           np.dtype(np.clongdouble).name}
+_DTYPES = {np.dtype(code).name for code in "?" + np.typecodes["AllInteger"] + np.typecodes["AllFloat"]}
 _TORCH_DTYPES = {"bool", "int8", "int16", "int32", "int64", "uint8", "float16", "bfloat16", "float32",
                  "float64", "complex64", "complex128"}
 
 
 class WireError(ValueError):
     """A payload that is not a value this protocol carries (too large, too deep, malformed)."""
-
-
-class Encoded:
-    """A value already in its wire form (``tree``, from :func:`encode`): sent as it is."""
-
-    def __init__(self, tree):
-        self.tree = tree
 
 
 class Stored:
@@ -57,7 +48,7 @@ class Unsupported:
         return f"<{self.type_name}: {self.text}>"
 
 
-def _array(arr, tag: str = "ndarray") -> dict:
+def _array(arr, tag: str) -> dict:
     arr = np.array(arr, order="C", copy=True)  # (ascontiguousarray would turn a 0-d array into 1-d)
     return {"$": tag, "dtype": arr.dtype.name, "shape": list(arr.shape),
             "data": base64.b64encode(arr.tobytes()).decode("ascii")}
@@ -72,18 +63,18 @@ def encode(value, depth: int = 0):
             value = value.astype(np.float64)
         except (TypeError, ValueError):
             pass
-    if isinstance(value, np.ndarray) and value.dtype.name in _DTYPES:
-        return _array(value)
-    if isinstance(value, np.generic) and value.dtype.name in _DTYPES:  # (before float: np.float64 is one)
-        return _array(value, "npscalar")
-    if value is None or isinstance(value, (bool, str)):
-        return str(value) if isinstance(value, str) else value
+    if isinstance(value, (np.ndarray, np.generic)) and value.dtype.name in _DTYPES:  # (np.float64 is a float)
+        return _array(value, "ndarray" if isinstance(value, np.ndarray) else "npscalar")
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        return str(value)
     if isinstance(value, numbers.Integral):
         return int(value)  # (Python's json keeps ints exact, however large)
     if isinstance(value, float):
         return float(value)  # (json writes repr: the same float back, nan and inf included)
     if isinstance(value, complex):
-        return {"$": "complex", "re": float.__repr__(value.real), "im": float.__repr__(value.imag)}
+        return {"$": "complex", "re": value.real, "im": value.imag}
     if isinstance(value, numbers.Number):  # Fraction, Decimal, a custom real: its value as a float
         try:
             return float(value)
@@ -98,20 +89,17 @@ def encode(value, depth: int = 0):
             return {**_array(array, "tensor"), "array_dtype": array.dtype.name, "dtype": name,
                     "requires_grad": bool(value.requires_grad)}
     if isinstance(value, range):
-        return {"$": "range", "start": int.__repr__(value.start), "stop": int.__repr__(value.stop),
-                "step": int.__repr__(value.step)}
+        return {"$": "range", "start": value.start, "stop": value.stop, "step": value.step}
     if isinstance(value, list):
         return [encode(v, depth + 1) for v in value]
     if isinstance(value, tuple):
         return {"$": "tuple", "items": [encode(v, depth + 1) for v in value]}
     if isinstance(value, dict):
         return {"$": "dict", "items": [[encode(k, depth + 1), encode(v, depth + 1)] for k, v in value.items()]}
-    if isinstance(value, Unsupported):
-        return {"$": "unsupported", "type": value.type_name, "text": value.text}
     if isinstance(value, Stored):
         return {"$": "stored", "key": value.key, "text": value.text}
-    if isinstance(value, Encoded):
-        return value.tree
+    if isinstance(value, Unsupported):
+        return {"$": "unsupported", "type": value.type_name, "text": value.text}
     try:
         text = repr(value)
     except Exception:  # a repr that raises is still only a type name to report
@@ -140,34 +128,14 @@ def _raw_array(obj: dict, dtype: str) -> np.ndarray:
     return np.frombuffer(data, dtype=dtype).reshape(shape).copy()
 
 
-def _number(text, kind):
-    if not isinstance(text, str) or len(text) > 5000:
-        raise WireError(f"malformed {kind}")
-    return kind(text)
-
-
-def _items(obj) -> list:
-    items = obj.get("items")
-    if not isinstance(items, list):
-        raise WireError("malformed container")
-    return items
-
-
-class _Budget:
-    """The values one payload may still decode to (``MAX_ELEMENTS`` in all)."""
-
-    def __init__(self):
-        self.left = MAX_ELEMENTS
-
-    def take(self, count: int) -> None:
-        self.left -= count
-        if self.left < 0:
-            raise WireError(f"more than {MAX_ELEMENTS} values in one payload")
+def _take(left: list, count: int) -> None:  # (left[0]: the values the payload may still decode to)
+    left[0] -= count
+    if left[0] < 0:
+        raise WireError(f"more than {MAX_ELEMENTS} values in one payload")
 
 
 def _dict(pairs: list) -> dict:
-    """A dict of decoded pairs, refused when more than MAX_SHARED_HASH keys share a hash: counted first in a
-    dict of the hashes (distinct ints when the keys are), in linear time."""
+    """A dict of decoded pairs, refused when more than MAX_SHARED_HASH keys share a hash (counted in linear time)."""
     counts = {}
     for key, _ in pairs:
         try:
@@ -181,19 +149,21 @@ def _dict(pairs: list) -> dict:
     return dict(pairs)
 
 
-def _decode(obj, depth: int, budget: _Budget):
+def _decode(obj, depth: int, left: list):
     if depth > MAX_DEPTH:
         raise WireError(f"values nested more than {MAX_DEPTH} levels deep")
-    budget.take(1)
+    _take(left, 1)
     if obj is None or isinstance(obj, (bool, str, int, float)):
         return obj
     if isinstance(obj, list):
-        return [_decode(v, depth + 1, budget) for v in obj]
+        return [_decode(v, depth + 1, left) for v in obj]
     if not isinstance(obj, dict):
         raise WireError(f"unexpected {type(obj).__name__}")
-    tag = obj.get("$")
-    if tag == "complex":
-        return complex(_number(obj.get("re"), float), _number(obj.get("im"), float))
+    tag, items = obj.get("$"), obj.get("items")
+    if tag in ("tuple", "dict") and not isinstance(items, list):
+        raise WireError("malformed container")
+    if tag == "complex":  # (complex() refuses what is not two numbers)
+        return complex(obj.get("re"), obj.get("im"))
     if tag == "ndarray":
         return _raw_array(obj, obj.get("dtype"))
     if tag == "npscalar":
@@ -207,24 +177,21 @@ def _decode(obj, depth: int, budget: _Budget):
         tensor = torch.from_numpy(_raw_array(obj, obj.get("array_dtype")))
         return tensor.to(getattr(torch, name)).requires_grad_(bool(obj.get("requires_grad")) and
                                                               tensor.is_floating_point())
-    if tag == "range":
-        bounds = [_number(obj.get(k), int) for k in ("start", "stop", "step")]
-        if bounds[2] == 0:
-            raise WireError("a range with step 0")
-        value = range(*bounds)
+    if tag == "range":  # (range() refuses what is not three ints, and a step of 0)
+        value = range(obj.get("start"), obj.get("stop"), obj.get("step"))
         try:
-            budget.take(len(value))  # (lazy here, but every check turns it into a list or an array)
+            _take(left, len(value))  # (lazy here, but every check turns it into a list or an array)
         except (OverflowError, WireError):
             raise WireError(f"a range of more than {MAX_ELEMENTS} values") from None
         return value
     if tag == "tuple":
-        return tuple(_decode(v, depth + 1, budget) for v in _items(obj))
+        return tuple(_decode(v, depth + 1, left) for v in items)
     if tag == "dict":
         pairs = []
-        for pair in _items(obj):
+        for pair in items:
             if not isinstance(pair, list) or len(pair) != 2:
                 raise WireError("malformed dict entry")
-            pairs.append((_decode(pair[0], depth + 1, budget), _decode(pair[1], depth + 1, budget)))
+            pairs.append((_decode(pair[0], depth + 1, left), _decode(pair[1], depth + 1, left)))
         return _dict(pairs)
     if tag == "unsupported":
         return Unsupported(obj.get("type", "?"), obj.get("text", ""))
@@ -247,7 +214,7 @@ def loads(text) -> object:
     except (ValueError, RecursionError) as exc:
         raise WireError(f"not JSON ({type(exc).__name__})") from None
     try:
-        return _decode(obj, 0, _Budget())
+        return _decode(obj, 0, [MAX_ELEMENTS])
     except WireError:
         raise
     except (ValueError, TypeError, OverflowError, RecursionError, MemoryError) as exc:

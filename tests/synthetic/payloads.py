@@ -135,9 +135,9 @@ def forge_replies():
     def _forged(text, namespace=None):
         request = _wire.loads(text)
         if request["op"] == "describe":
-            return {"ok": True, "value": {n: {"kind": "callable"} for n in request["names"]}}
-        return {"ok": True, "value": 0.0}
-    _agent.handle = _forged
+            return _wire.dumps({"ok": True, "value": {n: {"kind": "callable"} for n in request["names"]}})
+        return _wire.dumps({"ok": True, "value": 0.0})
+    _agent.reply = _forged
 
 
 PAYLOADS = {f.__name__: body(f) for f in (hook_transform_pass, hook_transform_try, hook_ast_asserts,
