@@ -1,13 +1,17 @@
 """Handed-in notebooks: finding them in the folder given to `grade` (``<student_id>/<chapter>/<chapter>.ipynb``,
 an LMS export or ``nbgrader collect``, unzipped), refusing what nbgrader must not read with one line per student,
-and copying the readable ones into nbgrader's ``submitted`` folder."""
+and copying the readable ones into nbgrader's ``submitted`` folder; the walk that checks and copies a folder
+(``Tree``) is the hub's exchange's too."""
 
 from __future__ import annotations
 
-import json
+import fnmatch
 import os
+import pwd
 import re
 import shutil
+import stat
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,25 +23,113 @@ from . import course
 STUDENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@+-]*")
 # A handed-in notebook larger than this is refused before it is read (outputs or data left in it).
 MAX_NOTEBOOK_BYTES = 50 * 2**20
-# A chapter folder holds the notebook and perhaps a few files it reads: past these it is refused before it is
-# copied (a zip can carry a tree thousands of folders deep, which exhausts Python's recursion in shutil.copytree).
+# A folder holds the notebook and perhaps a few files it reads: past these it is refused before it is copied.
 MAX_FOLDER_DEPTH = 8
 MAX_FOLDER_ENTRIES = 1000
 # ... and past this many MiB in all (links not counted: never copied). A chapter folder is kept in submitted/ and
 # autograded/ and copied into each grading's sandbox, so one large file costs its size several times over.
 DEFAULT_MAX_FOLDER_MB = 64
+# What grading leaves behind (fnmatch patterns, as nbgrader's CourseDirectory.ignore): hidden files, caches.
+LEFT_BEHIND = [".*", "__pycache__"]
 
 
 def max_folder_bytes() -> int:
     """The largest chapter folder graded, in bytes: $POSENC_MAX_SUBMISSION_MB MiB, else DEFAULT_MAX_FOLDER_MB."""
-    text = os.environ.get("POSENC_MAX_SUBMISSION_MB", "")
-    try:
-        megabytes = float(text) if text else DEFAULT_MAX_FOLDER_MB
-    except ValueError:
-        raise ValueError(f"POSENC_MAX_SUBMISSION_MB must be a number of MiB, got {text!r}") from None
-    if megabytes <= 0:
-        raise ValueError(f"POSENC_MAX_SUBMISSION_MB must be positive, got {text!r}")
+    text = os.environ.get("POSENC_MAX_SUBMISSION_MB") or str(DEFAULT_MAX_FOLDER_MB)
+    megabytes = float(text) if re.fullmatch(r"[0-9]+(\.[0-9]*)?|\.[0-9]+", text) else 0
+    if not megabytes > 0:
+        raise ValueError(f"POSENC_MAX_SUBMISSION_MB must be a positive number of MiB, got {text!r}")
     return int(megabytes * 2**20)
+
+
+class Refused(OSError):
+    """Why a folder is not taken, in words (an OSError: to whoever copies, a copy that failed)."""
+
+
+class Tree:
+    """One check of a folder, and with ``dest`` (a path that must not exist yet) its copy, by ``read``: every entry
+    is opened relative to its folder with O_NOFOLLOW and checked on its descriptor, so nothing is followed and
+    nothing swapped in after the check is read. Names matching an fnmatch pattern of ``ignore`` are left out. Raises
+    Refused, naming entries from ``where``, for a link (left out instead with ``leave_links``), a special file, an
+    entry not ``owner``'s (None: anyone's) or that cannot be opened, or a tree over MAX_FOLDER_DEPTH,
+    MAX_FOLDER_ENTRIES or ``limit`` bytes (the setting named ``setting``). ``ctime``: the latest status change."""
+
+    def __init__(self, limit: int, setting: str, owner: int | None, ignore: list[str], leave_links: bool = False):
+        self.limit, self.setting, self.owner, self.ignore = limit, setting, owner, ignore
+        self.leave_links, self.size, self.entries, self.ctime = leave_links, 0, 0, 0.0
+
+    def read(self, path, dest=None, where: str = "") -> Tree:
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError as exc:
+            raise Refused(f"{where or 'it'} is not a folder of its own (a link or a file?) or not readable "
+                          f"({exc.strerror})") from None
+        try:
+            self.check(os.fstat(fd), where or "the folder")
+            self._walk(fd, None if dest is None else str(dest), where, 0)
+        finally:
+            os.close(fd)
+        return self
+
+    def check(self, info: os.stat_result, where: str) -> None:
+        if self.owner is not None and info.st_uid != self.owner:
+            try:
+                name = pwd.getpwuid(info.st_uid).pw_name
+            except KeyError:
+                name = f"uid {info.st_uid}"
+            raise Refused(f"{where} belongs to {name}, not to the submitting student")
+        self.ctime = max(self.ctime, info.st_ctime)
+
+    def add(self, size: int, where: str) -> None:
+        self.size += size
+        if self.size > self.limit:
+            raise Refused(f"over the size limit of {self.limit} bytes (at {where}; {self.setting})")
+
+    def _walk(self, fd: int, dest: str | None, where: str, depth: int) -> None:
+        if depth > MAX_FOLDER_DEPTH:
+            raise Refused(f"folders nested more than {MAX_FOLDER_DEPTH} levels deep (at {where})")
+        if dest is not None:
+            os.mkdir(dest, 0o700)
+        for name in sorted(os.listdir(fd)):
+            if any(fnmatch.fnmatch(name, pattern) for pattern in self.ignore):
+                continue
+            self.entries += 1
+            if self.entries > MAX_FOLDER_ENTRIES:
+                raise Refused(f"more than {MAX_FOLDER_ENTRIES} files and folders")
+            path = f"{where}/{name}" if where else name
+            mode = os.lstat(name, dir_fd=fd).st_mode
+            if stat.S_ISLNK(mode) and self.leave_links:
+                continue
+            if stat.S_ISLNK(mode):
+                raise Refused(f"{path} is a symbolic link (never followed)")
+            if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
+                raise Refused(f"{path} is not a regular file or folder ({stat.filemode(mode)})")
+            try:
+                child = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=fd)
+            except OSError as exc:
+                raise Refused(f"cannot read {path} ({exc.strerror})") from None
+            try:
+                info = os.fstat(child)
+                if stat.S_IFMT(info.st_mode) != stat.S_IFMT(mode):
+                    raise Refused(f"{path} was replaced while it was read")
+                self.check(info, path)
+                target = None if dest is None else os.path.join(dest, name)
+                if stat.S_ISDIR(mode):
+                    self._walk(child, target, path, depth + 1)
+                elif target is None:
+                    self.add(info.st_size, path)
+                else:
+                    out = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+                    try:
+                        while chunk := os.read(child, 1 << 20):
+                            self.add(len(chunk), path)  # counted as read: a file grown since the check is cut short
+                            os.write(out, chunk)
+                    finally:
+                        os.close(out)
+                    self.check(os.fstat(child), path)  # a change made while it was read moves the recorded time on
+            finally:
+                os.close(child)
+
 
 
 @dataclass
@@ -68,26 +160,20 @@ def notebook_problem(path: Path) -> str | None:
         return (f"{path.name} is {size / 2**20:.0f} MiB, over the {MAX_NOTEBOOK_BYTES / 2**20:g} MiB a notebook may "
                 "be (clear its outputs and hand it in again)")
     try:
-        try:
-            json.loads(text)
-        except json.JSONDecodeError as exc:
-            return (f"{path.name} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); the file "
-                    "is corrupt")
-        except ValueError as exc:  # e.g. an integer literal longer than Python converts
-            return f"{path.name} is not JSON a notebook can hold ({_first_line(exc)})"
         nbformat.validate(nbformat.reads(text, as_version=4))
+    except nbformat.reader.NotJSONError as exc:
+        why = exc.__cause__
+        if hasattr(why, "lineno"):  # json.JSONDecodeError
+            return (f"{path.name} is not valid JSON (line {why.lineno}, column {why.colno}: {why.msg}); the file "
+                    "is corrupt")
+        return f"{path.name} is not JSON a notebook can hold ({str(why).partition(chr(10))[0][:200]})"
     except RecursionError:
         return f"{path.name} is JSON nested too deeply to be a notebook"
     except MemoryError:
         return f"{path.name} is too large to read as a notebook"
     except Exception as exc:  # nbformat raises several types for a notebook it cannot read
-        return f"{path.name} is JSON but not a valid notebook ({_first_line(exc)})"
+        return f"{path.name} is JSON but not a valid notebook ({str(exc).strip().partition(chr(10))[0][:200]})"
     return None
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return (text.splitlines()[0] if text else type(exc).__name__)[:200]
 
 
 def _shown(name: str) -> str:
@@ -112,11 +198,6 @@ def _linked(student: str, relative: str, path: Path, problem: str) -> str:
     return f"{_shown(student)}: not graded: the {kind} {_shown(relative)} {problem}; hand in the notebook itself"
 
 
-def _visible_entries(folder: Path) -> list[Path]:
-    """The entries of a folder, hidden ones (.ipynb_checkpoints, .DS_Store) left out, sorted."""
-    return sorted(p for p in folder.iterdir() if not p.name.startswith("."))
-
-
 def find_submissions(folder: Path, assignments: list[str] | None = None) -> tuple[list[Submission], list[str]]:
     """Every <student>/<chapter>/<chapter>.ipynb under folder (itself resolved once: it may be a link), and a
     one-line message naming the student for each entry that cannot be graded, refused before it is read or copied."""
@@ -126,7 +207,7 @@ def find_submissions(folder: Path, assignments: list[str] | None = None) -> tupl
     root = given.resolve()
     known = course.assignments()
     found, errors = [], []
-    for student_dir in _visible_entries(root):
+    for student_dir in sorted(p for p in root.iterdir() if not p.name.startswith(".")):  # (hidden: .DS_Store)
         student = student_dir.name
         problem = _link(student_dir)
         if problem:
@@ -139,7 +220,7 @@ def find_submissions(folder: Path, assignments: list[str] | None = None) -> tupl
                           f"(rename the folder {_shown(str(given / student))})")
             continue
         try:
-            chapter_dirs = _visible_entries(student_dir)
+            chapter_dirs = sorted(p for p in student_dir.iterdir() if not p.name.startswith("."))
         except OSError as exc:
             errors.append(f"{student}: not graded: cannot read the folder {student} ({exc.strerror or exc})")
             continue
@@ -175,51 +256,22 @@ def _problem(student: str, chapter_dir: Path, known: list[str]) -> str | None:
     problem = _link(notebook)
     if problem:
         return f"{student}: {name} not graded: {name}.ipynb {problem}, not a file (hand in the notebook itself)"
-    problem = folder_problem(chapter_dir) or notebook_problem(notebook) or metadata_tampering(notebook, name)
+    try:
+        _read_chapter(chapter_dir)
+        problem = notebook_problem(notebook) or metadata_tampering(notebook, name)
+    except Refused as why:  # (a zip restores a mode-000 entry, or a tree deep enough to exhaust a copy's recursion)
+        problem = f"{_shown(str(why))}; hand in the notebook and the files it reads"
     if problem:
         return f"{student}: {name} not graded: {problem}. Their previous grades, if any, are kept."
     return None
 
 
-def _left_behind(folder, name: str) -> bool:
-    """What copy_in does not copy: hidden files, caches, and symbolic links (copytree would copy a link's target:
-    `x -> /path/to/solutions/...` would bring the instructor's files into the course folder)."""
-    return name.startswith(".") or name == "__pycache__" or os.path.islink(os.path.join(folder, name))
-
-
-def folder_problem(folder: Path) -> str | None:
-    """Why a chapter folder cannot be copied and graded as it stands, in words; None if it can: folders nested
-    deeper than MAX_FOLDER_DEPTH, more than MAX_FOLDER_ENTRIES entries or ``max_folder_bytes()`` bytes, or an entry
-    this process cannot read (a zip restores a mode-000 entry, which stops a copy by an instructor who is not root).
-    Walked with a stack; links are neither followed nor counted (copy_in leaves them behind)."""
-    stack, entries, size, limit = [(folder, 0)], 0, 0, max_folder_bytes()
-    while stack:
-        current, depth = stack.pop()
-        try:
-            with os.scandir(current) as listing:
-                items = list(listing)
-        except OSError as exc:
-            return f"cannot read the folder {_shown(str(current.relative_to(folder.parent)))} ({exc.strerror or exc})"
-        entries += len(items)
-        if entries > MAX_FOLDER_ENTRIES:
-            return (f"the folder {_shown(folder.name)} holds more than {MAX_FOLDER_ENTRIES} files and folders; hand "
-                    "in the notebook and the files it reads")
-        for item in items:
-            if _left_behind(current, item.name):
-                continue
-            if item.is_dir(follow_symlinks=False):
-                if depth + 1 > MAX_FOLDER_DEPTH:
-                    return (f"the folder {_shown(folder.name)} has folders nested more than {MAX_FOLDER_DEPTH} "
-                            "levels deep; hand in the notebook and the files it reads")
-                stack.append((Path(item.path), depth + 1))
-            elif not os.access(item.path, os.R_OK):
-                return f"cannot read the file {_shown(str(Path(item.path).relative_to(folder.parent)))}"
-            else:
-                size += item.stat(follow_symlinks=False).st_size
-                if size > limit:
-                    return (f"the folder {_shown(folder.name)} holds more than {limit / 2**20:g} MiB; hand in "
-                            "the notebook and the files it reads (the limit is POSENC_MAX_SUBMISSION_MB)")
-    return None
+def _read_chapter(folder: Path, dest: Path | None = None) -> None:
+    """A chapter folder checked (and with ``dest`` copied) by grading's rules: links, hidden files and caches left
+    behind (a link would bring its target, say the solutions, into the course folder), ``max_folder_bytes()``."""
+    limit = max_folder_bytes()
+    tree = Tree(limit, f"POSENC_MAX_SUBMISSION_MB: {limit / 2**20:g} MiB", None, LEFT_BEHIND, leave_links=True)
+    tree.read(folder, dest, folder.name)
 
 
 def metadata_tampering(path: Path, assignment: str) -> str | None:
@@ -252,17 +304,14 @@ def metadata_tampering(path: Path, assignment: str) -> str | None:
 
 
 def copy_in(sub: Submission, cfg) -> Path:
-    """Copy one submission into nbgrader's submitted/<student>/<assignment>/ (replacing an older one). One already
-    there (``grade`` given the submitted folder ``nbgrader collect`` fills) is graded where it lies, its links
-    removed as a copy would have left them out."""
+    """Copy one submission, as it was checked, into nbgrader's submitted/<student>/<assignment>/ (replacing an older
+    one, or the same folder when ``grade`` is given the submitted folder ``nbgrader collect`` fills): copied beside
+    it, then swapped in, so a copy that fails leaves what was there."""
     dest = Path(cfg.CourseDirectory.submitted_directory) / sub.student / sub.assignment
-    if dest.exists() and dest.resolve() == sub.folder.resolve():
-        for folder, dirs, files in os.walk(dest):
-            for name in dirs + files:
-                if os.path.islink(os.path.join(folder, name)):
-                    os.unlink(os.path.join(folder, name))
-        return dest
-    if dest.exists():
-        shutil.rmtree(dest)
-    shutil.copytree(sub.folder, dest, ignore=lambda folder, names: [n for n in names if _left_behind(folder, n)])
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=dest.parent) as incoming:
+        _read_chapter(sub.folder, Path(incoming) / sub.assignment)
+        if dest.exists():
+            shutil.rmtree(dest)
+        os.rename(Path(incoming) / sub.assignment, dest)
     return dest

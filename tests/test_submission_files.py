@@ -161,9 +161,9 @@ def test_a_folder_tree_too_deep_to_copy_costs_one_student_one_line(tmp_path, mon
     assert grade_command.grade(folder, out=lines.append) == 1
     assert graded == [(NAME, "bob")]
     assert [line for line in lines if line.startswith("ERROR")] == [
-        f"ERROR alice: {NAME} not graded: the folder {NAME} has folders nested more than "
-        f"{submissions.MAX_FOLDER_DEPTH} levels deep; hand in the notebook and the files it reads. Their previous "
-        "grades, if any, are kept."]
+        f"ERROR alice: {NAME} not graded: folders nested more than {submissions.MAX_FOLDER_DEPTH} levels deep (at "
+        f"{NAME}{'/d' * (submissions.MAX_FOLDER_DEPTH + 1)}); hand in the notebook and the files it reads. Their "
+        "previous grades, if any, are kept."]
 
 
 def test_a_folder_of_too_many_files_costs_one_student_one_line(tmp_path):
@@ -173,8 +173,8 @@ def test_a_folder_of_too_many_files_costs_one_student_one_line(tmp_path):
         (tmp_path / "alice" / NAME / f"f{k}.txt").write_text("")
     found, errors = submissions.find_submissions(tmp_path)
     assert _graded(found) == [("bob", NAME)]
-    assert len(errors) == 1 and errors[0].startswith(f"alice: {NAME} not graded: the folder {NAME} holds more "
-                                                     f"than {submissions.MAX_FOLDER_ENTRIES} files"), errors
+    assert len(errors) == 1 and errors[0].startswith(f"alice: {NAME} not graded: more than "
+                                                     f"{submissions.MAX_FOLDER_ENTRIES} files"), errors
 
 
 def test_a_file_that_cannot_be_read_costs_one_student_one_line(tmp_path, monkeypatch):
@@ -183,13 +183,18 @@ def test_a_file_that_cannot_be_read_costs_one_student_one_line(tmp_path, monkeyp
     _submit(tmp_path, "alice")
     _submit(tmp_path, "bob")
     (tmp_path / "alice" / NAME / "secret.txt").write_text("x")
-    access = submissions.os.access
-    monkeypatch.setattr(submissions.os, "access",
-                        lambda path, mode: not str(path).endswith("secret.txt") and access(path, mode))
+    opener = submissions.os.open
+
+    def refusing(path, *args, **kwargs):
+        if str(path).endswith("secret.txt"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return opener(path, *args, **kwargs)
+
+    monkeypatch.setattr(submissions.os, "open", refusing)
     found, errors = submissions.find_submissions(tmp_path)
     assert _graded(found) == [("bob", NAME)]
-    assert errors == [f"alice: {NAME} not graded: cannot read the file {NAME}/secret.txt. Their previous grades, "
-                      "if any, are kept."]
+    assert errors == [f"alice: {NAME} not graded: cannot read {NAME}/secret.txt (Permission denied); hand in the "
+                      "notebook and the files it reads. Their previous grades, if any, are kept."]
 
 
 def test_a_chapter_folder_that_cannot_be_entered_costs_one_student_one_line(tmp_path, monkeypatch):
