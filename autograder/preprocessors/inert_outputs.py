@@ -26,11 +26,14 @@ MAX_MARKDOWN_CHARS = 100_000  # a longer markdown cell is shown as plain text wi
 REMEMBERED_MARKDOWN = 20_000  # markdown cells up to this size without attachments are checked once per worker
 
 
-def _text(value) -> str | None:
-    """A text payload: a string, or a list of strings (nbformat's multi-line form); None for anything else."""
+def _text(value, max_chars: float = float("inf")) -> str | None:
+    """A text payload (a string, or nbformat's list of strings) cut to ``max_chars`` characters and a note;
+    None for anything else."""
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
-        return "".join(value)
-    return value if isinstance(value, str) else None
+        value = "".join(value)
+    if not isinstance(value, str) or len(value) <= max_chars:
+        return value if isinstance(value, str) else None
+    return value[:max_chars] + f"\n... Output truncated (more than {max_chars} characters) ..."
 
 
 def valid_image(value, mime: str, max_bytes: int = MAX_IMAGE_BYTES, kinds=OUTPUT_IMAGES) -> str | None:
@@ -55,32 +58,25 @@ def _note(what: str, count: int = 1) -> str:
     return NOTE.format(what=what) + (f" (x{count})" if count > 1 else "")
 
 
-def _cut(text: str | None, max_chars: int) -> str | None:
-    if text is None or len(text) <= max_chars:
-        return text
-    return text[:max_chars] + f"\n... Output truncated (more than {max_chars} characters) ..."
-
-
 def _inert_output(output, max_image_bytes: int, max_chars: int) -> tuple[NotebookNode | None, str | None]:
     """One output made inert, and what it lost (None: nothing; "": the output is an execute_result whose text
     is the note, since nbgrader reads a test cell's result)."""
     kind = output.get("output_type") if isinstance(output, dict) else None
     if kind == "stream":
-        text, name = _cut(_text(output.get("text")), max_chars), output.get("name")
+        text, name = _text(output.get("text"), max_chars), output.get("name")
         if text is None:
             return None, "a stream output that is not text"
         return new_output("stream", name=name if name in ("stdout", "stderr") else "stdout", text=text), None
     if kind == "error":
-        traceback = output.get("traceback")
-        traceback = traceback if isinstance(traceback, list) else [] if traceback is None else [traceback]
-        return new_output("error", ename=_cut(str(output.get("ename", "")), max_chars),
-                          evalue=_cut(str(output.get("evalue", "")), max_chars),
-                          traceback=[_cut(str(line), max_chars) for line in traceback]), None
+        traceback = output["traceback"] if isinstance(output.get("traceback"), list) else []
+        ename, evalue = (_text(str(output.get(key, "")), max_chars) for key in ("ename", "evalue"))
+        return new_output("error", ename=ename, evalue=evalue,
+                          traceback=[_text(str(line), max_chars) for line in traceback]), None
     if kind not in ("display_data", "execute_result"):
         return None, f"an output of unknown kind {_label(kind)!r}"
     kept, removed = {}, []
     for mime, value in (output["data"].items() if isinstance(output.get("data"), dict) else ()):
-        value = _cut(_text(value), max_chars) if mime == "text/plain" else valid_image(value, mime, max_image_bytes)
+        value = _text(value, max_chars) if mime == "text/plain" else valid_image(value, mime, max_image_bytes)
         if value is not None:
             kept[mime] = value
         else:

@@ -13,20 +13,10 @@ from ..sandbox import SandboxKernelManager, unavailable
 from .guarded_execute import GuardedExecute
 
 
-def message_size(content: dict) -> int:
-    """Characters an output message costs: its text, and every value of its data and metadata, whatever their
-    type (a JSON payload counts as its JSON text)."""
-    size = len(content["text"]) if isinstance(content.get("text"), str) else 0
-    for part in (content.get("data"), content.get("metadata"), content.get("transient")):
-        for value in part.values() if isinstance(part, dict) else ():
-            size += len(value) if isinstance(value, str) else len(json.dumps(value, default=str))
-    return size
-
-
 class SandboxedExecute(GuardedExecute):
-    """Also bounds a cell's output while the cell runs (nbgrader's LimitOutput cuts it only after the notebook
-    ran, so `while True: print(...)` would fill the grader's memory until the timeout): past
-    ``max_output_chars`` characters the rest is dropped, errors kept, and a note says so."""
+    """Also bounds a cell's output while the cell runs (InertOutputs cuts it only after the notebook ran, so
+    `while True: print(...)` would fill the grader's memory until the timeout): past ``max_output_chars``
+    characters of output messages (their JSON) the rest is dropped, errors kept, and a note says so."""
 
     max_output_chars = Integer(2_000_000, help="characters of output kept per cell while it runs").tag(config=True)
 
@@ -45,16 +35,10 @@ class SandboxedExecute(GuardedExecute):
         return None  # nbclient would keep every widget message for a widget state that InertOutputs drops
 
     def output(self, outs, msg, display_id, cell_index):
-        content = msg.get("content", {})
-        if msg.get("msg_type") != "error":
-            size = message_size(content)
+        if msg["msg_type"] != "error":
             used = self._output_used.get(cell_index, 0)
-            self._output_used[cell_index] = used + size
-            if used + size > self.max_output_chars:
-                room = self.max_output_chars - used
-                if room > 0 and msg.get("msg_type") == "stream":  # keep what fits of the first one over
-                    super().output(outs, {**msg, "content": {**content, "text": content["text"][:room]}},
-                                   display_id, cell_index)
+            self._output_used[cell_index] = used + len(json.dumps(msg["content"], ensure_ascii=False))
+            if self._output_used[cell_index] > self.max_output_chars:
                 if used <= self.max_output_chars:
                     outs.append(new_output("stream", name="stderr", text=(
                         f"\n... Output truncated while the cell ran (more than {self.max_output_chars} "
