@@ -1,13 +1,10 @@
-"""The helpers a locked test cell reads as ``checks.<name>``: comparisons that say in words what is wrong, salted
-random cases, calls of the student's code in one request, and the block on posenc's reference. In the notebook
-(and nbgrader's Validate) they run in the student's kernel; while autograding, the grading process
-(``autograder.verdict``) hands each test cell a ``Checks`` bound to a ``Grading`` context instead."""
+"""The helpers a locked test cell reads as ``checks.<name>``, in the student's kernel in the notebook; while
+autograding, the grading process (``autograder.verdict``) hands each test cell a ``Checks`` bound to a ``Grading``."""
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-import functools
 import importlib
 import importlib.abc
 import importlib.util
@@ -22,6 +19,7 @@ import numpy as np
 # float32 keeps 24 bits (unit roundoff 2**-24, about 6e-8); 1e-5 is about 170 of its roundings: room for the
 # error of a computation of a few hundred operations, far below what separates a right answer from a wrong one.
 FLOAT32 = 1e-5
+REFUSAL = "{} is the reference this exercise asks you to write yourself; your code must not call it here"
 
 
 def _arrays(actual, expected, what):
@@ -38,12 +36,6 @@ def _arrays(actual, expected, what):
     if a.shape != e.shape:
         raise AssertionError(f"{what} should have shape {e.shape}, got shape {a.shape}")
     return a, e
-
-
-def _worst(what, score):
-    """(the index of ``score``'s largest entry, ``what`` with that index)."""
-    index = np.unravel_index(int(np.argmax(score)), score.shape) if score.ndim else ()
-    return index, what + (str([int(i) for i in index]) if index else "")
 
 
 def close(actual, expected, what="the answer", atol=1e-8, rtol=1e-8, *, count=None, float32=False, scale=None):
@@ -70,8 +62,9 @@ def close(actual, expected, what="the answer", atol=1e-8, rtol=1e-8, *, count=No
         atol, rtol = max(atol, FLOAT32 * size), max(rtol, FLOAT32)
     err = abs(a - e) - (atol + rtol * abs(e))
     if a.size and float(err.max()) > 0:
-        index, where = _worst(what, err)
-        raise AssertionError(f"{where} should be {float(e[index]):.10g}, got {float(a[index]):.10g}")
+        index = np.unravel_index(int(np.argmax(err)), err.shape)  # (the worst entry)
+        raise AssertionError(f"{what}{list(map(int, index)) if index else ''} should be {float(e[index]):.10g}, "
+                             f"got {float(a[index]):.10g}")
 
 
 def rounded32(size, roundings=16):
@@ -85,68 +78,45 @@ def equal(actual, expected, what="the answer"):
     a, e = _arrays(actual, expected, what)
     wrong = a != e
     if wrong.any():
-        index, where = _worst(what, wrong)
-        raise AssertionError(f"{where} should be {e[index]:g}, got {a[index]:g} "
-                             f"({int(wrong.sum())} of {wrong.size} entries differ)")
+        index = np.unravel_index(int(np.argmax(wrong)), wrong.shape)  # (the first wrong entry)
+        raise AssertionError(f"{what}{list(map(int, index)) if index else ''} should be {e[index]:g}, "
+                             f"got {a[index]:g} ({int(wrong.sum())} of {wrong.size} entries differ)")
 
 
-def _refusal(reference: str) -> str:
-    return f"{reference} is the reference this exercise asks you to write yourself; your code must not call it here"
-
-
-@functools.lru_cache(maxsize=None)  # (a code object is immutable: one per function is enough)
 def _blocked(qualname, n_freevars):
     """A code object that raises, with as many free variables as the function it replaces (Python requires it)."""
-    names = [f"_free{i}" for i in range(n_freevars)]
-    source = "def outer():\n" + "".join(f"    {n} = None\n" for n in names)
-    source += "    def blocked(*args, **kwargs):\n"
-    if names:
-        source += f"        ({', '.join(names)},)\n"
-    source += f"        raise RuntimeError({_refusal(qualname)!r})\n    return blocked\n"
+    free = ", ".join(f"_{i}" for i in range(n_freevars))
     namespace = {}
-    exec(source, namespace)
-    return namespace["outer"]().__code__
+    exec(f"def outer({free}):\n    def blocked(*args, **kwargs):\n        {free}\n"
+         f"        raise RuntimeError({REFUSAL.format(qualname)!r})\n    return blocked\n", namespace)
+    return namespace["outer"](*[None] * n_freevars).__code__
 
 
-def _lookup(path: str) -> tuple[object, str | None]:
-    """(the object a dotted path names, None), walked from its top module, an imported module first where a name
-    is both (posenc.attention is a module and a function of posenc); or (None, the module's name) when the path
-    goes through a module nobody has imported yet."""
+@dataclasses.dataclass(eq=False)
+class _Refuse(importlib.abc.MetaPathFinder):
+    """Refuses to import the modules that hold a blocked reference ({module: reference}), while a block runs."""
+    modules: dict[str, str]
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname in self.modules:
+            raise RuntimeError(REFUSAL.format(self.modules[fullname]))
+
+
+def _lookup(path: str, refuse: _Refuse) -> object:
+    """The object a dotted path names, walked from its top module, an imported module first where a name is both
+    (posenc.attention is a module and a function of posenc); or None when the path goes through a module nobody
+    has imported yet, whose import ``refuse`` then refuses."""
     parts = path.split(".")
     found = importlib.import_module(parts[0])
     for end in range(2, len(parts) + 1):
         name = ".".join(parts[:end])
-        if name in sys.modules:
-            found = sys.modules[name]
-        elif hasattr(found, parts[end - 1]):
-            found = getattr(found, parts[end - 1])
-        else:
-            try:
-                spec = importlib.util.find_spec(name)
-            except (ImportError, ValueError):
-                spec = None
-            if spec is None:
+        found = sys.modules.get(name) or getattr(found, parts[end - 1], None)
+        if found is None:
+            if importlib.util.find_spec(name) is None:  # (or ModuleNotFoundError, a parent not a package)
                 raise ImportError(f"no module for {path}")
-            return None, name
-    return found, None
-
-
-class _Refuse(importlib.abc.MetaPathFinder):
-    """Refuses to import the modules that hold a blocked reference ({module: reference}), while a block runs."""
-
-    def __init__(self, modules: dict[str, str]):
-        self.modules = modules
-
-    def find_spec(self, fullname, path=None, target=None):
-        if fullname in self.modules:
-            raise RuntimeError(_refusal(self.modules[fullname]))
-
-
-def path_of(ref) -> str:
-    """The dotted path of a posenc function, class or module (a string is one already)."""
-    if isinstance(ref, str):
-        return ref
-    return ref.__name__ if isinstance(ref, types.ModuleType) else f"{ref.__module__}.{ref.__qualname__}"
+            refuse.modules[name] = path
+            return None
+    return found
 
 
 @contextlib.contextmanager
@@ -155,27 +125,23 @@ def blocked(*references):
     where the student's code runs. The code of each function object is swapped, so every name it was imported
     under is caught; restored on exit. A reference in a module not imported yet (a torch module posenc loads on
     first use) is not imported to be blocked: importing its module is refused while the block runs."""
-    targets, refused = {}, {}
+    targets, refuse = {}, _Refuse({})
     for ref in references:
         if isinstance(ref, str):
-            found, module = _lookup(ref)
-            if module is not None:
-                refused[module] = ref
+            ref = _lookup(ref, refuse)
+            if ref is None:
                 continue
-            ref = found
-        if isinstance(ref, types.ModuleType):
-            members = {f"{ref.__name__}.{n}": f for n, f in vars(ref).items()
-                       if isinstance(f, types.FunctionType) and f.__module__ == ref.__name__}
+        if inspect.ismodule(ref):
+            targets.update({f"{ref.__name__}.{n}": f for n, f in vars(ref).items()
+                            if isinstance(f, types.FunctionType) and f.__module__ == ref.__name__})
         elif inspect.isclass(ref):
-            members = {f"{ref.__qualname__}.{n}": f for n, f in vars(ref).items()
-                       if isinstance(f, types.FunctionType)}
+            targets.update({f"{ref.__qualname__}.{n}": f for n, f in vars(ref).items()
+                            if isinstance(f, types.FunctionType)})
         elif isinstance(ref, types.FunctionType):
-            members = {f"posenc.{ref.__name__}": ref}
+            targets[f"posenc.{ref.__name__}"] = ref
         else:
             raise TypeError(f"without() takes posenc functions, classes or modules, got {ref!r}")
-        targets.update(members)
     saved = {name: fn.__code__ for name, fn in targets.items()}
-    refuse = _Refuse(refused)
     sys.meta_path.insert(0, refuse)
     try:
         for name, fn in targets.items():
@@ -190,10 +156,8 @@ def blocked(*references):
 def warnings_on_stdout():
     """Show warnings on stdout from now on: nbgrader's Validate counts anything a test cell writes to stderr as a
     failed test, and a warning is not one."""
-    def show(message, category, filename, lineno, file=None, line=None):
-        sys.stdout.write(warnings.formatwarning(message, category, filename, lineno, line))
-
-    warnings.showwarning = show
+    warnings.showwarning = lambda message, category, filename, lineno, file=None, line=None: sys.stdout.write(
+        warnings.formatwarning(message, category, filename, lineno, line))
 
 
 @dataclasses.dataclass
@@ -237,7 +201,8 @@ class Checks:
             with blocked(*references):
                 yield
             return
-        self.grading.blocked.append([path_of(ref) for ref in references])
+        self.grading.blocked.append([ref if isinstance(ref, str) else ref.__name__ if inspect.ismodule(ref)
+                                     else f"{ref.__module__}.{ref.__qualname__}" for ref in references])
         try:
             yield
         finally:
@@ -260,16 +225,12 @@ class Checks:
         if call is not None and calls is not None:
             raise TypeError("each_case takes call or calls, not both")
         cases = [tuple(case) for case in cases]
-        if calls is None:
-            grouped = [[case if call is None else tuple(call(*case))] for case in cases]
-        else:
-            grouped = [[tuple(c) for c in calls(*case)] for case in cases]
+        grouped = [[tuple(c) for c in calls(*case)] if calls else [tuple(call(*case)) if call else case]
+                   for case in cases]
         with self.without(*blocked):
-            results = self.each(function, [c for group in grouped for c in group])
-        start = 0
-        for index, (case, group) in enumerate(zip(cases, grouped, strict=True)):
-            got = results[start:start + len(group)]
-            start += len(group)
+            results = iter(self.each(function, [c for group in grouped for c in group]))
+        for index, (case, group) in enumerate(zip(cases, grouped)):
+            got = [next(results) for _ in group]
             try:
                 judge(*case, got if calls is not None else got[0])
             except AssertionError as err:
