@@ -139,7 +139,7 @@ _MARKDOWN_TAGS = {
     **{f"h{i}": {"id": None} for i in range(1, 7)},
     "a": dict.fromkeys(("href", "title", "class")), "img": dict.fromkeys(("src", "alt", "title")),
     "code": {"class": None}, "pre": {"class": None}, "span": {"class": None}, "li": {"class": None},
-    "div": {"class": None, "id": _SELFCHECK_ID}, "ol": {"start": None}, "th": {"style": _ALIGN},
+    "div": {"class": "highlight|selfcheck", "id": _SELFCHECK_ID}, "ol": {"start": None}, "th": {"style": _ALIGN},
     "td": {"style": _ALIGN}, "input": {"class": None, "type": "checkbox", "disabled": None, "checked": None},
 }
 # The one raw HTML the chapters write (solutions/README.md, "Self-check questions"): a question as
@@ -183,17 +183,14 @@ def _unsafe_tokens(tokens) -> list[str]:
             found.append(f"raw HTML {raw[:40]!r}")
         elif kind in ("link", "image") and not safe_url(attrs.get("url"), image=kind == "image"):
             found.append(f"{kind} to {str(attrs.get('url'))[:40]!r}")
-        elif kind == "block_code" and str(attrs.get("info") or "").strip().startswith("mermaid"):
-            found.append("mermaid block")
         found += _unsafe_tokens(token.get("children") or [])
     return found
 
 
 def markdown_problems(source: str, attachments: dict | None = None) -> tuple[str, ...]:
-    """What would reach the page as more than Markdown: raw HTML other than the self-check form, unsafe link
-    targets, mermaid blocks (found in the parse), and any tag or attribute outside what Markdown itself writes
-    (found in the HTML). A small cell without attachments is checked once per grading worker (every submission
-    of a chapter carries the same instructor's markdown)."""
+    """What would reach the page as more than Markdown: raw HTML other than the self-check form and unsafe link
+    targets (found in the parse), and any tag, attribute or value outside what Markdown itself writes (found in
+    the HTML: a mermaid block's div, for one). Small cells without attachments are remembered."""
     if attachments or len(source) > REMEMBERED_MARKDOWN:
         return _problems.__wrapped__(source, attachments)
     return _problems(source)
@@ -221,12 +218,6 @@ _ESCAPE = re.compile(
 )
 
 
-def escape_html(source: str) -> str:
-    """``source`` with every ``<`` written ``&lt;`` except in fenced code, code spans, maths, backslash
-    escapes and http(s)/mailto autolinks: raw HTML then shows as text, the rest renders as before."""
-    return _ESCAPE.sub(lambda m: m["keep"] or "&lt;", source)
-
-
 def as_plain_text(source: str) -> str:
     """The whole answer in a code block (shown as text, escaped by the renderer), after a note."""
     fence = "`" * max(3, 1 + max(map(len, re.findall(r"`+", source)), default=0))
@@ -235,14 +226,15 @@ def as_plain_text(source: str) -> str:
 
 def inert_markdown(source, attachments: dict | None = None, max_chars: int = MAX_MARKDOWN_CHARS) -> str:
     """A markdown cell's source that renders without raw HTML or unsafe links: unchanged when it already does,
-    else with raw HTML escaped (``escape_html``), else as plain text. A cell longer than ``max_chars`` is plain
-    text unparsed: nbconvert's maths rules take time quadratic in the length on some input."""
+    else with each ``<`` written ``&lt;`` outside fenced code, code spans, maths, backslash escapes and autolinks
+    (raw HTML shows as text, the rest renders as before), else as plain text. A cell longer than ``max_chars`` is
+    plain text unparsed: nbconvert's maths rules take time quadratic in the length on some input."""
     source = _text(source)
     if source is None:
         return MARKDOWN_NOTE
     if len(source) > max_chars:
         return as_plain_text(source)
-    for candidate in (source, escape_html(source)):
+    for candidate in (source, _ESCAPE.sub(lambda m: m["keep"] or "&lt;", source)):
         if not markdown_problems(candidate, attachments):
             return candidate
     plain = as_plain_text(source)
