@@ -1,6 +1,5 @@
-"""A kernel on ZeroMQ IPC sockets in a private folder instead of TCP ports: jupyter_client picks free ports by
-binding and releasing them, so two processes starting kernels at once could be handed the same port, and the
-second kernel died before it replied; socket files cannot collide."""
+"""A kernel on ZeroMQ IPC sockets in a private folder instead of TCP ports, which jupyter_client picks by binding
+and releasing them: two kernels started at once could get the same port, and one died; socket files cannot collide."""
 
 from __future__ import annotations
 
@@ -26,6 +25,5 @@ class IpcKernelManager(AsyncKernelManager):
 
     def cleanup_ipc_files(self) -> None:
         super().cleanup_ipc_files()
-        folder = getattr(self, "_ipc_folder", None)
-        if folder is not None:
-            shutil.rmtree(folder, ignore_errors=True)
+        if getattr(self, "_ipc_folder", None):
+            shutil.rmtree(self._ipc_folder, ignore_errors=True)

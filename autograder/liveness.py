@@ -38,17 +38,12 @@ def _head(stmt):
     return head
 
 
-def _target_names(target) -> set[str]:
-    names, todo = set(), [target]
-    while todo:
-        node = todo.pop()
-        if isinstance(node, ast.Name):
-            names.add(node.id)
-        elif isinstance(node, (ast.Tuple, ast.List)):
-            todo.extend(node.elts)
-        elif isinstance(node, ast.Starred):
-            todo.append(node.value)
-    return names
+def _target_names(node) -> set[str]:
+    if isinstance(node, ast.Name):
+        return {node.id}
+    if isinstance(node, ast.Starred):
+        return _target_names(node.value)
+    return set().union(*map(_target_names, node.elts)) if isinstance(node, (ast.Tuple, ast.List)) else set()
 
 
 def _kills(stmt, binds: set[str]) -> set[str]:
