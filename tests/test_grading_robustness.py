@@ -313,7 +313,6 @@ def test_a_finished_cell_whose_last_messages_were_dropped_does_not_stop_the_note
                       metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}})
     monkeypatch.setenv("POSENC_COURSE_DIR", str(tmp_path / "course"))
     executor = _BusyGrader(config=config.load_config(), timeout=60, iopub_timeout=1)
-    executor.skip_demo_cells = False
     nb, _ = executor.preprocess(nb, {"metadata": {"path": "."}})
     outputs = [o for c in nb.cells for o in c.outputs]
     assert not [o for o in outputs if o.output_type == "error"], outputs

@@ -1,6 +1,6 @@
-"""``GuardedExecute``: nbgrader's ``Execute`` step, where a dead or unresponsive kernel costs the cells after it,
-not the submission's grade; demo cells nothing later needs are left out (``liveness.demo_cells_to_skip``); and,
-while autograding, test cells are decided in this process by ``autograder.verdict``, never in the kernel."""
+"""``GuardedExecute``: nbgrader's Execute, where a dead or unresponsive kernel costs the cells after it, not the
+submission's grade; demo cells nothing later needs are left out (``liveness``); and, while autograding, test
+cells are decided in this process by ``autograder.verdict``, never in the kernel."""
 
 from __future__ import annotations
 
@@ -14,12 +14,12 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbformat.v4 import new_output
 from nbgrader.preprocessors import Execute
 from nbgrader.utils import is_grade, is_solution
-from traitlets import Bool, Integer, Unicode
+from traitlets import Integer, Unicode
 
 from .. import verdict as verdicts
 from ..ipc_kernel import IpcKernelManager
 from ..kernel_channel import KernelChannel
-from ..liveness import DEMO_TAG, demo_cells_to_skip
+from ..liveness import demo_cells_to_skip
 from .instructor_tests import TESTS_KEY
 
 
@@ -27,23 +27,9 @@ def _error(ename: str, evalue: str, *more: str):
     return new_output("error", ename=ename, evalue=evalue, traceback=[f"{ename}: {evalue}", *more])
 
 
-def verdict_outputs(decided: verdicts.Verdict) -> list:
-    """A test cell's outputs, from the grader's run of it: what its visible tests printed, then, when it
-    failed, one error output with the failing check's message and where it failed."""
-    outputs = [new_output("stream", name="stdout", text=decided.printed)] if decided.printed else []
-    if not decided.passed:
-        where = ("in a hidden test of this cell" if decided.stage == "hidden" else
-                 f"at line {decided.line} of this cell's tests" if decided.line else "in this cell's tests")
-        outputs.append(_error(decided.ename or "AssertionError", decided.message, f"(failed {where})"))
-    return outputs
-
-
 class GuardedExecute(Execute):
-    """nbgrader's Execute, with the three changes of this module's docstring. Test cells are decided here when
-    ``InstructorTests`` has put the instructor's test sources in the resources (autograde)."""
+    """The module's Execute. Test cells are decided here when ``InstructorTests`` put their sources in resources."""
 
-    skip_demo_cells = Bool(True, help="leave out demo cells no later cell needs").tag(config=True)
-    demo_tag = Unicode(DEMO_TAG, help="the tag of display-only narrative cells").tag(config=True)
     secret_file = Unicode("", help="file holding the grader's secret that salts the hidden tests' random "
                           "cases per submission (made on first use); empty: a new salt every run").tag(config=True)
     notebook_timeout = Integer(600, help="seconds one notebook may run in all, its cells and the grader's "
@@ -59,11 +45,11 @@ class GuardedExecute(Execute):
         resources = resources or {}
         self._stopped = None  # why execution stopped, once it has
         self._ends = time.monotonic() + self.notebook_timeout
-        self._skipped = demo_cells_to_skip(nb, self.demo_tag) if self.skip_demo_cells else set()
+        self._skipped = demo_cells_to_skip(nb)
         self._tests = resources.get(TESTS_KEY)
         self._secret = self._read_secret() if self._tests else None
         self._content = verdicts.submission_digest(nb, resources.get("metadata", {}).get("path"))
-        self._grader_channel = None  # the comm to this notebook's kernel, opened on the first test cell
+        self._grader_channel = KernelChannel(self)  # (its comm is opened by the first test cell's request)
         return super().preprocess(nb, resources, km)
 
     def preprocess_cell(self, cell, resources, index):
@@ -75,56 +61,52 @@ class GuardedExecute(Execute):
             if test is not None:
                 cell.source = verdicts.split_hidden(cell.source)[0].rstrip("\n")  # (what the lesson shows)
         if self._stopped is None and time.monotonic() >= self._ends:
-            self._stopped = f"the notebook used up the {self.notebook_timeout} s it may run in all"
-            self.log.warning("Cell %d: %s; the remaining cells are marked as not run", index, self._stopped)
+            self._stop(index, f"the notebook used up the {self.notebook_timeout} s it may run in all")
         if self._stopped is not None:
             cell.outputs = [_error("CellNotRun", f"this cell was not run because {self._stopped}")]
-            return cell, resources
-        if test is not None:
+        elif test is not None:
             self._decide(cell, index, test, resources)
-            return cell, resources
-        self._interrupted = False
-        try:
-            cell, resources = super().preprocess_cell(cell, resources, index)
-        except DeadKernelError:
-            self._stopped = f"the kernel died while running cell {index} (for example os._exit() or a crash)"
-            cell.outputs.append(_error("KernelDied", "the kernel died while this cell ran: "
-                                       "os._exit(), a crash, or the machine ran out of memory"))
-        except CellTimeoutError:
-            if not self._interrupted:  # it replied; only its closing messages were lost (_async_handle_timeout)
-                self.log.warning("Cell %d: the kernel replied but its last messages were dropped", index)
-                return cell, resources
-            self._stopped = (f"cell {index} did not stop within {self.timeout} s and ignored the interrupt, "
-                             "so the kernel was shut down")
-            cell.outputs.append(_error("KernelUnresponsive", f"no reply within {self.timeout} s and the kernel "
-                                       "ignored the interrupt (a loop that catches KeyboardInterrupt?); "
-                                       "the kernel was shut down"))
-            self._kill_kernel()
-        if self._stopped is not None:
-            self.log.warning("Cell %d: %s; the remaining cells are marked as not run", index, self._stopped)
+        else:
+            self._interrupted = False
+            try:
+                return super().preprocess_cell(cell, resources, index)
+            except DeadKernelError:
+                self._stop(index, f"the kernel died while running cell {index} (for example os._exit() or a crash)")
+                cell.outputs.append(_error("KernelDied", "the kernel died while this cell ran: "
+                                           "os._exit(), a crash, or the machine ran out of memory"))
+            except CellTimeoutError:
+                if not self._interrupted:  # it replied; only its closing messages were lost (_async_handle_timeout)
+                    self.log.warning("Cell %d: the kernel replied but its last messages were dropped", index)
+                    return cell, resources
+                self._stop(index, f"cell {index} ignored the interrupt sent after {self.timeout} s")
+                cell.outputs.append(_error("KernelUnresponsive", f"no reply within {self.timeout} s and the kernel "
+                                           "ignored the interrupt (a loop that catches KeyboardInterrupt?); "
+                                           "the kernel was shut down"))
         return cell, resources
 
     def _decide(self, cell, index, source, resources):
-        """Run the cell's tests in this process against the kernel; their verdict becomes the cell's outputs."""
+        """Run the cell's tests in this process against the kernel. The cell's outputs become what its visible
+        tests printed, then, when it failed, one error with the failing check's message and where it failed."""
         gid = cell.metadata["nbgrader"]["grade_id"]
         meta = resources.get("nbgrader", {})
-        salt = (verdicts.salt_for(self._secret, str(meta.get("student")), str(meta.get("assignment")), gid,
-                                  self._content) if self._secret else secrets.randbits(63))
+        salt = verdicts.salt_for(self._secret, str(meta.get("student")), str(meta.get("assignment")), gid,
+                                 self._content)
         seconds = min(float(self.timeout or 60), max(1.0, self._ends - time.monotonic()))
-        if self._grader_channel is None:
-            self._grader_channel = KernelChannel(self)
         self._grader_channel.begin(seconds)
         decided = verdicts.judge(source, self._tests["setup"], self._grader_channel, salt, seconds)
         self.log.debug("Cell %d (%s): %s", index, gid, decided)
         if decided.lost:
-            self._stopped = f"the kernel stopped answering while cell {index}'s tests ran"
-            self._kill_kernel()
-        cell.outputs = verdict_outputs(decided)
+            self._stop(index, f"the kernel stopped answering while cell {index}'s tests ran")
+        cell.outputs = [new_output("stream", name="stdout", text=decided.printed)] if decided.printed else []
+        if not decided.passed:
+            where = ("in a hidden test of this cell" if decided.stage == "hidden" else
+                     f"at line {decided.line} of this cell's tests" if decided.line else "in this cell's tests")
+            cell.outputs.append(_error(decided.ename or "AssertionError", decided.message, f"(failed {where})"))
 
     def _read_secret(self) -> bytes:
-        """The grader's secret, made by whichever grading process comes first (empty without ``secret_file``)."""
+        """The grader's secret, made by whichever grading process comes first; without ``secret_file``, a new one."""
         if not self.secret_file:
-            return b""
+            return secrets.token_bytes(32)
         path = Path(self.secret_file)
         path.parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -140,17 +122,18 @@ class GuardedExecute(Execute):
         return min(self.timeout, left) if self.timeout and self.timeout > 0 else left
 
     async def _async_handle_timeout(self, timeout, cell=None):
-        """Called by nbclient when a cell has not replied in time, and interrupts the kernel: only then is a
-        CellTimeoutError a kernel that ignored the interrupt; otherwise the kernel replied and only the cell's
-        closing "idle" was dropped (ZeroMQ's high-water mark, a cell that sends thousands of messages fast), and
-        the notebook goes on. A private method: nbclient raises the same CellTimeoutError in both cases and has
-        no public hook that tells them apart."""
+        """nbclient's handler of a cell not replying in time, which interrupts the kernel: only then is a
+        CellTimeoutError a kernel that ignored the interrupt, else only the cell's closing "idle" was dropped
+        (ZeroMQ's high-water mark). nbclient raises one error for both, with no public hook to tell them apart."""
         self._interrupted = True
         return await super()._async_handle_timeout(timeout, cell)
 
-    def _kill_kernel(self):
+    def _stop(self, index, why):
+        """Mark the cells left as not run, saying ``why``, and shut the kernel down."""
+        self._stopped = why
+        self.log.warning("Cell %d: %s; the remaining cells are marked as not run", index, why)
         try:
             if self.km is not None and run_sync(self.km.is_alive)():
                 run_sync(self.km.shutdown_kernel)(now=True)
         except Exception as exc:  # the clean-up of nbclient tries again; never lose the grades over it
-            self.log.warning("Could not shut down the unresponsive kernel: %s", exc)
+            self.log.warning("Could not shut down the kernel: %s", exc)
