@@ -98,7 +98,7 @@ class CollectFromOwner(ExchangeCollect):
                 self.log.info("No newer submission to collect: %s %s", student, self.coursedir.assignment_id)
                 return
         os.makedirs(os.path.dirname(dest), exist_ok=True)
-        with tempfile.TemporaryDirectory(dir=os.path.dirname(dest)) as incoming:
+        with tempfile.TemporaryDirectory(prefix=".incoming-", dir=os.path.dirname(dest)) as incoming:
             copy = os.path.join(incoming, "copy")
             tree = read_submission(record["path"], _limit(self.coursedir), record["uid"], self.coursedir.ignore, copy)
             with open(os.path.join(copy, TIMESTAMP), "w") as out:
@@ -111,8 +111,8 @@ class CollectFromOwner(ExchangeCollect):
 
 
 class SubmitChecked(ExchangeSubmit):
-    """nbgrader's submit, copying the assignment folder as collect reads it (checked whole before anything is
-    written), into the student's drawer (``inbound/<student>/``) where there is one."""
+    """nbgrader's submit, copying the assignment folder as collect reads it, into the student's drawer
+    (``inbound/<student>/``) where there is one."""
 
     def init_dest(self):
         drawer = os.path.join(self.root, self.coursedir.course_id, "inbound", get_username())
@@ -130,8 +130,8 @@ class SubmitChecked(ExchangeSubmit):
 
     def do_copy(self, src, dest, log=None):
         try:
-            read_submission(src, _limit(self.coursedir), None, self.coursedir.ignore)
-            read_submission(src, _limit(self.coursedir), None, self.coursedir.ignore, dest=dest)
+            for target in (None, dest):  # checked whole before anything is written
+                read_submission(src, _limit(self.coursedir), None, self.coursedir.ignore, target)
         except Refused as why:
             shutil.rmtree(dest, ignore_errors=True)
             self.fail(f"Not submitted: {why}")

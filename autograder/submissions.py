@@ -49,10 +49,11 @@ class Refused(OSError):
 class Tree:
     """One check of a folder, and with ``dest`` (a path that must not exist yet) its copy, by ``read``: every entry
     is opened relative to its folder with O_NOFOLLOW and checked on its descriptor, so nothing is followed and
-    nothing swapped in after the check is read. Names matching an fnmatch pattern of ``ignore`` are left out. Raises
-    Refused, naming entries from ``where``, for a link (left out instead with ``leave_links``), a special file, an
-    entry not ``owner``'s (None: anyone's) or that cannot be opened, or a tree over MAX_FOLDER_DEPTH,
-    MAX_FOLDER_ENTRIES or ``limit`` bytes (the setting named ``setting``). ``ctime``: the latest status change."""
+    nothing swapped in after the check is read. Entries matching an fnmatch pattern of ``ignore`` count but are
+    left out. Raises Refused, naming entries from ``where``, for a link (left out instead with ``leave_links``), a
+    special file, an entry not ``owner``'s (None: anyone's) or that cannot be opened, or a tree over
+    MAX_FOLDER_DEPTH, MAX_FOLDER_ENTRIES or ``limit`` bytes (the setting named ``setting``). ``ctime``: the latest
+    status change in it."""
 
     def __init__(self, limit: int, setting: str, owner: int | None, ignore: list[str], leave_links: bool = False):
         self.limit, self.setting, self.owner, self.ignore = limit, setting, owner, ignore
@@ -91,11 +92,11 @@ class Tree:
         if dest is not None:
             os.mkdir(dest, 0o700)
         for name in sorted(os.listdir(fd)):
-            if any(fnmatch.fnmatch(name, pattern) for pattern in self.ignore):
-                continue
             self.entries += 1
             if self.entries > MAX_FOLDER_ENTRIES:
                 raise Refused(f"more than {MAX_FOLDER_ENTRIES} files and folders")
+            if any(fnmatch.fnmatch(name, pattern) for pattern in self.ignore):
+                continue
             path = f"{where}/{name}" if where else name
             mode = os.lstat(name, dir_fd=fd).st_mode
             if stat.S_ISLNK(mode) and self.leave_links:
@@ -129,7 +130,6 @@ class Tree:
                     self.check(os.fstat(child), path)  # a change made while it was read moves the recorded time on
             finally:
                 os.close(child)
-
 
 
 @dataclass
@@ -181,21 +181,17 @@ def _shown(name: str) -> str:
     return name if name.isprintable() else repr(name)
 
 
-def _link(path: Path) -> str | None:
-    """What is wrong with a link, refused wherever it points (`unzip` restores a zip's links: `alice/01 ->
-    ../../solutions/01` would hand in the model solutions); None for a real file or folder. Every entry is checked
-    from the resolved root down, so one that is not a link is inside the handed-in folder."""
+def _linked(student: str, relative: str, path: Path) -> str | None:
+    """The line refusing a link, wherever it points (`unzip` restores a zip's links: `alice/01 ->
+    ../../solutions/01` would hand in the model solutions); None for a real file or folder."""
     if not path.is_symlink():
         return None
     try:
-        return f"is a symbolic link (to {_shown(os.readlink(path))})"
+        target = _shown(os.readlink(path))
     except OSError:  # (removed since: still not a folder to grade)
-        return "is a symbolic link (to ?)"
-
-
-def _linked(student: str, relative: str, path: Path, problem: str) -> str:
-    kind = "file" if path.is_file() else "folder"
-    return f"{_shown(student)}: not graded: the {kind} {_shown(relative)} {problem}; hand in the notebook itself"
+        target = "?"
+    return (f"{_shown(student)}: not graded: the {'file' if path.is_file() else 'folder'} {_shown(relative)} is a "
+            f"symbolic link (to {target}); hand in the notebook itself")
 
 
 def find_submissions(folder: Path, assignments: list[str] | None = None) -> tuple[list[Submission], list[str]]:
@@ -209,9 +205,9 @@ def find_submissions(folder: Path, assignments: list[str] | None = None) -> tupl
     found, errors = [], []
     for student_dir in sorted(p for p in root.iterdir() if not p.name.startswith(".")):  # (hidden: .DS_Store)
         student = student_dir.name
-        problem = _link(student_dir)
+        problem = _linked(student, student, student_dir)
         if problem:
-            errors.append(_linked(student, student, student_dir, problem))
+            errors.append(problem)
             continue
         if not student_dir.is_dir():
             continue  # a stray file next to the student folders (an export's index, a zip)
@@ -241,10 +237,9 @@ def find_submissions(folder: Path, assignments: list[str] | None = None) -> tupl
 def _problem(student: str, chapter_dir: Path, known: list[str]) -> str | None:
     """The line refusing one chapter folder; None if it is graded, "" for a stray file beside the chapter folders."""
     name = chapter_dir.name
-    problem = _link(chapter_dir)
-    if problem:
-        return _linked(student, f"{student}/{name}", chapter_dir, problem)
-    if not chapter_dir.is_dir():
+    problem = _linked(student, f"{student}/{name}", chapter_dir)
+    if problem or not chapter_dir.is_dir():
+        return problem or ""
         return ""
     if name not in known:
         return f"{student}: {_shown(name)} is not an assignment of this course (known: {', '.join(known)})"
@@ -253,9 +248,8 @@ def _problem(student: str, chapter_dir: Path, known: list[str]) -> str | None:
         others = sorted(_shown(p.name) for p in chapter_dir.glob("*.ipynb"))
         hint = f"; found {', '.join(others)}: rename it to {name}.ipynb" if others else ""
         return f"{student}: not graded: {name}/{name}.ipynb is missing{hint}"
-    problem = _link(notebook)
-    if problem:
-        return f"{student}: {name} not graded: {name}.ipynb {problem}, not a file (hand in the notebook itself)"
+    if notebook.is_symlink():
+        return f"{student}: {name} not graded: {name}.ipynb is a symbolic link (hand in the notebook itself)"
     try:
         _read_chapter(chapter_dir)
         problem = notebook_problem(notebook) or metadata_tampering(notebook, name)
@@ -309,7 +303,7 @@ def copy_in(sub: Submission, cfg) -> Path:
     it, then swapped in, so a copy that fails leaves what was there."""
     dest = Path(cfg.CourseDirectory.submitted_directory) / sub.student / sub.assignment
     dest.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=dest.parent) as incoming:
+    with tempfile.TemporaryDirectory(prefix=".incoming-", dir=dest.parent) as incoming:
         _read_chapter(sub.folder, Path(incoming) / sub.assignment)
         if dest.exists():
             shutil.rmtree(dest)
