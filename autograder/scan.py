@@ -1,18 +1,16 @@
-"""What ``python -m autograder scan`` lists and ``grade`` notes (``report.reference_notes``): code that can reach
-posenc's reference around the block on it (``checks.blocked``: each reason below is a way round it), and uses of
-posenc, in every code cell that is not byte for byte one of the released lesson's. Hooks, patches of numpy,
-exits and threads are no findings: no test runs in the kernel, and a thread sees only inputs already answered.
-Python is too dynamic for a scan to prove code harmless; a cell that does not parse is read as text, for a human.
+"""What ``python -m autograder scan`` lists and ``grade`` notes: code that can reach posenc's reference around
+the block on it (``checks.blocked``: each reason below is a way round it), and uses of posenc. Hooks, patches of
+numpy, exits and threads are no findings: no test runs in the kernel, and a thread sees only inputs already answered.
 """
 
 from __future__ import annotations
 
 import ast
+import collections
 import functools
 import importlib.util
 import re
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
@@ -30,7 +28,7 @@ AGENT = "reaches IPython, the kernel's comms or autograder: the grader's agent i
 PATCH = "replaces part of posenc, autograder or a module the block uses: the block then swaps a stand-in"
 LOCAL = "imports a module neither in the standard library nor installed: a file beside the notebook (posenc's copy?)"
 MAGIC = "runs an IPython magic that can run code or programs"
-USES_POSENC = "uses posenc in a solution cell or another cell the student changed (fine only if the exercise allows it)"
+USES_POSENC = "uses posenc in a cell the student wrote or changed (fine only if the exercise allows it)"
 TEXT_ONLY = "(checked by text only)"
 
 
@@ -38,7 +36,7 @@ class _Reasons(tuple):
     """``message in AROUND_THE_REFERENCE``: whether a finding's message gives one of these reasons."""
 
     def __contains__(self, message) -> bool:
-        return isinstance(message, str) and message.startswith(tuple(self))
+        return isinstance(message, str) and message.startswith(self)
 
 
 # What `grade` puts in the notes column: every reason but a use of posenc and what was read as text.
@@ -50,27 +48,27 @@ def _table(*pairs: tuple[str, str]) -> dict[str, str]:
 
 
 # Modules, by the first part of a dotted name; builtins, by their bare name; attributes, whatever they are read from.
-MODULES = _table((RUNS, "importlib imp runpy pkgutil pydoc zipimport site code codeop timeit doctest pdb bdb cProfile "
-                        "profile trace marshal pickle _pickle shelve copyreg dill cloudpickle joblib"),
+MODULES = _table((RUNS, "importlib imp runpy pkgutil pydoc zipimport site code codeop timeit doctest pdb bdb "
+                        "cProfile profile trace marshal pickle _pickle shelve copyreg dill cloudpickle joblib"),
                  (PROCESS, "subprocess _posixsubprocess multiprocessing concurrent pty"),
                  (FRAMES, "gc ctypes _ctypes cffi mmap inspect traceback"), (INTERNALS, "builtins"),
                  (PATCH, "unittest mock"), (AGENT, "IPython ipykernel comm zmq jupyter_client autograder"))
 BUILTINS = _table((RUNS, "exec eval compile"), (COMPUTED, "vars globals locals"), (AGENT, "get_ipython"))
 ATTRIBUTES = _table(
-    (PROCESS, "system popen fork forkpty fork_exec spawn posix_spawn posix_spawnp getoutput getstatusoutput startfile "
-              "create_subprocess_exec create_subprocess_shell "
+    (PROCESS, "system popen fork forkpty fork_exec spawn posix_spawn posix_spawnp getoutput getstatusoutput "
+              "startfile create_subprocess_exec create_subprocess_shell "
               + " ".join(p + s for p in ("exec", "spawn") for s in ("l", "le", "lp", "lpe", "v", "ve", "vp", "vpe"))),
     (IMPORTS, "modules meta_path path_hooks path_importer_cache"),
     (FRAMES, "_getframe _current_frames currentframe settrace setprofile monitoring f_back f_locals f_globals "
              "f_builtins f_code tb_frame tb_next gi_frame gi_code cr_frame ag_frame ctypeslib"),
     (INTERNALS, "FunctionType CodeType ModuleType LambdaType"), (COMPUTED, "attrgetter methodcaller"),
     (PATCH, "update_wrapper wraps"), (AGENT, "comm_manager get_comm_manager"))
-ORDINARY_DUNDERS = {"__name__", "__qualname__", "__doc__", "__version__", "__main__", "__future__"}  # others: INTERNALS
+ORDINARY_DUNDERS = {"__name__", "__qualname__", "__doc__", "__version__", "__main__", "__future__"}  # else INTERNALS
 # Modules whose objects the block or the agent reads while a call runs ("checks": the name lessons import it as).
 BLOCK_MODULES = {"posenc", "autograder", "checks", "sys", "builtins", "types", "inspect", "importlib", "functools",
                  "contextlib", "IPython", "ipykernel", "comm"}
-# What a name's binding belongs to: a function, a lambda, a comprehension.
-SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda,  # what a name's binding belongs to
+          ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 MAGIC_CALLS = ("run_line_magic", "run_cell_magic")  # what IPython makes of `%name line` and `%%name line\nbody`
 QUIET_MAGICS = {"matplotlib", "time", "timeit", "capture", "pinfo", "pinfo2"}  # the Python they run is scanned
 SAFE_KEYWORDS = {"allow_pickle": False, "weights_only": True}  # np.load, torch.load: any other value unpickles
@@ -80,7 +78,7 @@ SAFE_KEYWORDS = {"allow_pickle": False, "weights_only": True}  # np.load, torch.
 def block_names() -> frozenset[str]:
     """The names the block looks up or an agent call goes through: every function, class and method that posenc
     and the kernel's autograder modules define. Rebinding one is PATCH, on any object but one ``__init__`` makes."""
-    paths = [*(course.ROOT / "posenc").rglob("*.py"), *(course.ROOT / "autograder" / f"{m}.py" for m in KERNEL_MODULES)]
+    paths = [*(course.ROOT / "posenc").rglob("*.py"), *(course.ROOT / f"autograder/{m}.py" for m in KERNEL_MODULES)]
     return frozenset(node.name for path in paths for node in ast.walk(ast.parse(path.read_text()))
                      if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)))
 
@@ -108,19 +106,17 @@ def _word(word: str) -> str | None:
 
 
 def _words(source: str) -> set[tuple[int, str]]:
-    """Each listed word, use of posenc, magic and shell line in code read as text."""
-    found = set()
-    for number, text in enumerate(source.splitlines(), start=1):
-        found |= {(number, f"{_word(w) or USES_POSENC} ({w})") for w in set(re.findall(r"\w+", text))
-                  if _word(w) or w == "posenc"}
-        found |= {(number, f"{MAGIC} ({text.strip()[0]})")} if re.match(r"\s*[%!]", text) else set()
-    return found
+    """(line, message) for each listed word, use of posenc, magic and shell line in code read as text."""
+    lines = list(enumerate(source.splitlines(), start=1))
+    return {(n, f"{MAGIC} ({text.strip()[0]})") for n, text in lines if re.match(r"\s*[%!]", text)} | {
+        (n, f"{_word(w) or USES_POSENC} ({w})") for n, text in lines for w in re.findall(r"\w+", text)
+        if _word(w) or w == "posenc"}
 
 
 def scan_source(source: str, depth: int = 0) -> list[tuple[int, str]]:
-    """(line, message) for each finding in one cell's code as IPython runs it (magics become calls on get_ipython();
-    ``depth`` 1: the code a magic runs). Never raises: a cell that does not parse, or is nested too deeply for
-    Python's parser, is read as text."""
+    """(line, message) for each finding in one cell's code as IPython runs it (magics become calls on get_ipython()).
+    Never raises: a cell Python cannot parse is read as text, its findings TEXT_ONLY (the kernel cannot run it
+    either); but not at ``depth`` 1, the code a magic runs (`%timeit -n1 code` parses as text only)."""
     from IPython.core.inputtransformer2 import TransformerManager
 
     try:
@@ -137,6 +133,8 @@ def scan_source(source: str, depth: int = 0) -> list[tuple[int, str]]:
         why, line = "does not parse as Python", exc.lineno or 1
     except (RecursionError, MemoryError, ValueError):
         why, line = "is nested too deeply (or too large) to parse", 1
+    if depth:
+        return sorted(_words(source))
     return sorted({(line, f"{why} {TEXT_ONLY}")} | {(n, f"{TEXT_ONLY} {m}") for n, m in _words(source)})
 
 
@@ -148,8 +146,8 @@ class _Cell:
         self.nodes = nodes = list(ast.walk(tree))
         self.parent = {child: node for node in nodes for child in ast.iter_child_nodes(node)}
         imports = [(node, a) for node in nodes if isinstance(node, (ast.Import, ast.ImportFrom)) for a in node.names]
-        self.imported = {a.asname or a.name.split(".")[0]: f"{node.module}.{a.name}" if isinstance(node, ast.ImportFrom)
-                         else a.name if a.asname else a.name.split(".")[0] for node, a in imports}
+        self.imported = {a.asname or a.name.split(".")[0]: f"{n.module}.{a.name}" if isinstance(n, ast.ImportFrom)
+                         else a.name if a.asname else a.name.split(".")[0] for n, a in imports}
         bound = [n.id for n in nodes if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)]
         bound += [n.arg for n in nodes if isinstance(n, ast.arg)]
         bound += [n.name for n in nodes if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
@@ -174,7 +172,7 @@ class _Cell:
         while node in self.parent and not isinstance(node, SCOPES):
             node = self.parent[node]
         return (getattr(node, "name", "") == "__init__" and isinstance(self.parent.get(node), ast.ClassDef)
-                and isinstance(root, ast.Name) and [a.arg for a in node.args.args][:1] == [root.id]
+                and [a.arg for a in node.args.args][:1] == [root.id]
                 and not any(isinstance(n, ast.Name) and n.id == root.id and not isinstance(n.ctx, ast.Load)
                             for n in ast.walk(node)))
 
@@ -190,7 +188,7 @@ class _Cell:
 
     def Import(self, node):
         for a in node.names:
-            parts = (a.name if isinstance(node, ast.Import) else f"{node.module or ''}.{a.name}").strip(".").split(".")
+            parts = (f"{getattr(node, 'module', None) or ''}.{a.name}").strip(".").split(".")
             yield from (f"{_word(p)} ({p})" for p in parts if (_word(p) if p != parts[0] else MODULES.get(p)))
             yield from [f"{IMPORTS} (sys.path)"] * (parts[:2] == ["sys", "path"])
             yield from [f"{LOCAL} ({'.'.join(parts)})"] * bool(getattr(node, "level", 0) or not _installed(parts[0]))
@@ -251,33 +249,23 @@ class _Cell:
             return
         if texts[0] not in QUIET_MAGICS or self.depth:  # (a magic in a magic's code: no honest cell has one)
             yield f"{MAGIC} (%{texts[0] if texts[0].isidentifier() else repr(texts[0][:60])})"
-        for text in texts[1:3]:  # the magic's line, a cell magic's body (`%timeit -n1 code` parses as text only)
-            found = [(1, TEXT_ONLY)] if self.depth else scan_source(text, depth=1)
-            yield from (m for _, m in (_words(text) if any(TEXT_ONLY in m for _, m in found) else found))
+        for text in texts[1:3]:  # the magic's line, a cell magic's body
+            yield from (m for _, m in (_words(text) if self.depth else scan_source(text, depth=1)))
 
 
-@dataclass
-class Finding:
-    student: str
-    assignment: str
-    cell: str
-    line: int
-    message: str
-
-
-def _cell_label(index: int, cell) -> str:
-    """Where a finding is: the cell's position, and the grade_id the student's copy claims for it."""
-    grade_id = str(course.grade_id(cell) or "")
-    return f"cell {index}" + (f" ({re.sub(r'[^A-Za-z0-9_.-]', '?', grade_id)[:60]})" if grade_id else "")
+Finding = collections.namedtuple("Finding", "student assignment cell line message")
 
 
 def scan_notebook(path: Path, student: str, assignment: str) -> list[Finding]:
     """Findings in every code cell of a handed-in notebook that is not, byte for byte, a code cell of the
-    released lesson: which cells are read depends on their source alone, never on their metadata or ids."""
+    released lesson (never chosen by metadata or ids); a cell is named by its position and claimed grade_id."""
     released = course.lesson_notebook(assignment)
     lesson = {c.source for c in nbformat.read(released, as_version=4).cells if c.cell_type == "code"} \
         if released.exists() else ()
-    return [Finding(student, assignment, _cell_label(index, cell), line, message)
-            for index, cell in enumerate(nbformat.read(path, as_version=4).cells)
-            if cell.cell_type == "code" and cell.source not in lesson
-            for line, message in scan_source(cell.source)]
+    found = []
+    for index, cell in enumerate(nbformat.read(path, as_version=4).cells):
+        if cell.cell_type == "code" and cell.source not in lesson:
+            grade_id = re.sub(r"[^A-Za-z0-9_.-]", "?", str(course.grade_id(cell) or ""))[:60]
+            label = f"cell {index}" + (f" ({grade_id})" if grade_id else "")
+            found += [Finding(student, assignment, label, line, m) for line, m in scan_source(cell.source)]
+    return found

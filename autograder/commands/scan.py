@@ -25,10 +25,8 @@ def scan(folder: Path) -> tuple[list[code_scan.Finding], list[str]]:
 
 
 def format_findings(findings: list[code_scan.Finding]) -> str:
-    if not findings:
-        return "no findings"
     rows = [("student", "chapter", "cell", "line", "finding")]
-    rows += [tuple(map(printable.one_line, (f.student, f.assignment, f.cell, str(f.line), f.message)))
-             for f in findings]  # (student strings: one line each, no escape codes)
+    rows += [[printable.one_line(field) for field in f] for f in findings]  # (student strings: one line each)
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r[:4], widths)) + "  " + r[4] for r in rows)
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r[:4], widths)) + "  " + r[4] for r in rows]
+    return "\n".join(lines) if findings else "no findings"
