@@ -19,21 +19,18 @@ _STORED: dict = {}  # key -> value of the large arguments the grader sent (wire.
 
 def _unstore(value):
     """A call's argument as the student's code gets it: a wire.Stored is looked up (or kept, the first time)."""
-    if not isinstance(value, wire.Stored):
-        return value
-    if value.text is not None:
+    if isinstance(value, wire.Stored) and value.text is not None:
         _STORED[value.key] = wire.loads(value.text)
-        while len(_STORED) > wire.STORED:
+        if len(_STORED) > wire.STORED:
             _STORED.pop(next(iter(_STORED)))
-    return _STORED[value.key]
+    return _STORED[value.key] if isinstance(value, wire.Stored) else value
 
 
 def _call(request: dict, namespace: dict) -> str:
-    """The wire text of the answer: the notebook's function ``name`` (or a test cell's function, with its
-    ``source``) called on the request's arguments; for ``each``, the list of its results on every case in order,
-    stopping before the first result that would take the list past ``EACH_BYTES`` (the grader asks again for the
-    rest; the first result always goes)."""
-    if "source" in request:
+    """The wire text of the notebook's function ``name`` (or a test cell's, with its ``source``) called on the
+    request's arguments; for ``each``, of the list of its results on the cases in order, up to ``EACH_BYTES``
+    (the first result always goes: the grader asks again for the rest)."""
+    if request.get("source"):
         scope = dict(namespace)
         exec(compile(request["source"], "<test function>", "exec"), scope)
         target = scope[request["name"]]
@@ -59,14 +56,9 @@ def _error(exc: BaseException) -> str:
                        "message": message[:4000]})
 
 
-def reply(text: str, namespace: dict | None = None) -> str:
-    """The wire text of the reply to one request: ``{"ok": True, "value": ...}`` or ``{"ok": False, "type",
-    "module", "message"}`` (an answer the wire cannot carry: a WireError in words). ``namespace`` is the
-    notebook's (the kernel's user namespace by default)."""
-    if namespace is None:
-        from IPython import get_ipython
-
-        namespace = get_ipython().user_ns
+def reply(text: str, namespace: dict) -> str:
+    """The wire text of the reply to one request on the notebook's ``namespace``: ``{"ok": True, "value": ...}``
+    or ``{"ok": False, "type", "module", "message"}`` (an answer the wire cannot carry: a WireError in words)."""
     try:
         request = wire.loads(text)
         if request["op"] == "describe":  # (a name the notebook does not define is left out)
@@ -96,9 +88,8 @@ def bounded_writes(stream) -> None:
 
     def bounded(string):
         nonlocal pending
-        if not isinstance(string, str) or len(string) + pending < FLUSH_CHARS:
-            pending += len(string) if isinstance(string, str) else 0
-            return write(string)  # (ipykernel's own error for what is not a str)
+        if not isinstance(string, str):
+            return write(string)  # (ipykernel's own error)
         for start in range(0, len(string), FLUSH_CHARS):
             piece = string[start:start + FLUSH_CHARS]
             write(piece)
@@ -117,7 +108,8 @@ def load_ipython_extension(shell) -> None:
     from comm import get_comm_manager
 
     def on_open(comm, open_msg):
-        comm.on_msg(lambda msg: comm.send({"reply": reply(msg.get("content", {}).get("data", {}).get("request"))}))
+        comm.on_msg(lambda msg: comm.send({"reply": reply(msg.get("content", {}).get("data", {}).get("request"),
+                                                          shell.user_ns)}))
 
     get_comm_manager().register_target(TARGET, on_open)
     for stream in (sys.stdout, sys.stderr):

@@ -16,39 +16,30 @@ INTERRUPT_GRACE = 10.0  # seconds a kernel gets to come back after the interrupt
 
 
 class KernelChannel(Channel):
-    """Requests to the kernel of a running nbclient ``client``, on one comm opened by the first request (one
-    channel per kernel: it mirrors the arguments the kernel keeps). After ``begin``, a test cell's requests share
-    one deadline: past it the kernel is interrupted, and a kernel that does not come back, or dies, is
-    KernelLost."""
+    """Requests to the kernel of a running nbclient ``client``, on one comm opened here (one channel per kernel:
+    it mirrors the arguments the kernel keeps; the kernel handles the opening before any request). After
+    ``begin``, a test cell's requests share one deadline: past it the kernel is interrupted, and a kernel that does
+    not come back, or dies, is KernelLost."""
 
     def __init__(self, client):
-        self.client, self.comm_id = client, None
+        self.client, self.comm_id = client, uuid.uuid4().hex
+        self._send("comm_open", {"target_name": TARGET, "data": {}})
 
     def begin(self, seconds: float) -> None:
         self.deadline, self.seconds = time.monotonic() + seconds, seconds
-
-    def request(self, payload: str) -> str:
-        return run_sync(self._request)(payload)
 
     def _send(self, msg_type: str, content: dict) -> str:
         msg = self.client.kc.session.msg(msg_type, {"comm_id": self.comm_id, **content})
         self.client.kc.shell_channel.send(msg)
         return msg["header"]["msg_id"]
 
-    async def _request(self, payload: str) -> str:
-        if self.comm_id is None:  # (the kernel handles it before the request that follows it)
-            self.comm_id = uuid.uuid4().hex
-            self._send("comm_open", {"target_name": TARGET, "data": {}})
-        reply = await self._wait(self._send("comm_msg", {"data": {"request": payload}}))
-        if reply is None:
-            raise ChannelFailure("the notebook's kernel did not answer the grader's call: code in the notebook "
-                                 "changed or blocked the grader's agent")
-        return reply
+    def request(self, payload: str) -> str:
+        return run_sync(self._reply)(self._send("comm_msg", {"data": {"request": payload}}))
 
-    async def _wait(self, msg_id: str) -> str | None:
-        """The reply the kernel sends on the comm for request ``msg_id`` (None if it goes idle without one). Past
-        the deadline the kernel is interrupted and the request fails once it is idle again; a kernel that stays
-        busy INTERRUPT_GRACE seconds more, or dies, is KernelLost."""
+    async def _reply(self, msg_id: str) -> str:
+        """The reply the kernel sends on the comm for request ``msg_id``; a ChannelFailure if it goes idle without
+        one. Past the deadline the kernel is interrupted and the request fails once it is idle again; a kernel
+        that stays busy INTERRUPT_GRACE seconds more, or dies, is KernelLost."""
         reply, late = None, False
         while True:
             remaining = self.deadline - time.monotonic()
@@ -70,10 +61,14 @@ class KernelChannel(Channel):
             if msg.get("parent_header", {}).get("msg_id") != msg_id:
                 continue
             kind, content = msg.get("msg_type"), msg.get("content", {})
-            if kind == "status" and content.get("execution_state") == "idle":
-                if late:
-                    raise ChannelFailure(f"the notebook's code did not return within {self.seconds:g} s (the "
-                                         "time one test cell gets)")
-                return reply
             if kind == "comm_msg" and reply is None and isinstance(content.get("data", {}).get("reply"), str):
                 reply = content["data"]["reply"]
+            if kind != "status" or content.get("execution_state") != "idle":
+                continue
+            if late:
+                raise ChannelFailure(f"the notebook's code did not return within {self.seconds:g} s (the time one "
+                                     "test cell gets)")
+            if reply is None:
+                raise ChannelFailure("the notebook's kernel did not answer the grader's call: code in the notebook "
+                                     "changed or blocked the grader's agent")
+            return reply

@@ -45,47 +45,35 @@ class GraderTimeout(ChannelFailure):
 WATCH_GRACE = 1.0  # seconds the grader's timer waits past the channel's deadline (which governs waiting)
 
 
-class _Watch:
-    """The deadline of the grader's own work on one test cell: an interval timer in the main thread that raises
-    GraderTimeout where the grader's code is, never inside an import (a half-imported module would break later
-    submissions) nor while a request waits on the kernel (``busy``: the channel's deadline interrupts the kernel
-    properly); there it rings again a moment later."""
+@contextlib.contextmanager
+def _watch(seconds: float | None):
+    """The deadline of the grader's own work on one test cell (``seconds`` and WATCH_GRACE; None: none): a timer
+    in the main thread that raises GraderTimeout where the grader's code is, never inside an import (a
+    half-imported module would break later submissions) nor while ``_waiting`` waits on the kernel (the channel's
+    deadline interrupts the kernel properly): there it rings again a moment later."""
+    if seconds is None or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    seconds, done = seconds + min(WATCH_GRACE, seconds), False
 
-    def __init__(self, seconds: float | None):
-        self.seconds, self.busy, self.done = seconds, False, False
-
-    def _ring(self, signum, frame):
-        if self.done:  # (rang while the timer was being stopped)
+    def ring(signum, frame):
+        if done:  # (rang while the timer was being stopped)
             return
-        if self.busy or any(f.f_code.co_filename.startswith("<frozen importlib")
-                            for f, _ in traceback.walk_stack(frame)):
+        codes = [f.f_code for f, _ in traceback.walk_stack(frame)]
+        if _waiting.__code__ in codes or any(c.co_filename.startswith("<frozen importlib") for c in codes):
             signal.setitimer(signal.ITIMER_REAL, 0.01)
             return
         raise GraderTimeout(f"the grader's checks of the values the notebook returned took longer than the "
-                            f"{self.seconds:g} s this test cell gets (values built to be slow to decode or "
-                            "compare?)")
+                            f"{seconds:g} s this test cell gets (values built to be slow to decode or compare?)")
 
-    @contextlib.contextmanager
-    def running(self):
-        if self.seconds is None or threading.current_thread() is not threading.main_thread():
-            yield  # (only the channel's deadline applies)
-            return
-        previous = signal.signal(signal.SIGALRM, self._ring)
-        signal.setitimer(signal.ITIMER_REAL, max(self.seconds, 0.01))
-        try:
-            yield
-        finally:
-            self.done = True
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, previous)
-
-    @contextlib.contextmanager
-    def waiting(self):
-        self.busy = True
-        try:
-            yield
-        finally:
-            self.busy = False
+    previous = signal.signal(signal.SIGALRM, ring)
+    signal.setitimer(signal.ITIMER_REAL, max(seconds, 0.01))
+    try:
+        yield
+    finally:
+        done = True
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 @dataclass
@@ -101,50 +89,41 @@ class Verdict:
 
 def split_hidden(source: str) -> tuple[str, str]:
     """(visible tests, hidden tests): the lines outside and inside the BEGIN/END HIDDEN TESTS markers."""
-    visible, hidden, inside = [], [], False
+    parts, inside = ([], []), False
     for line in source.splitlines():
-        if BEGIN_HIDDEN in line:
-            inside = True
-        elif END_HIDDEN in line:
-            inside = False
+        if BEGIN_HIDDEN in line or END_HIDDEN in line:
+            inside = BEGIN_HIDDEN in line
         else:
-            (hidden if inside else visible).append(line)
-    return "\n".join(visible) + "\n", "\n".join(hidden) + "\n"
+            parts[inside].append(line)
+    return "\n".join(parts[0]) + "\n", "\n".join(parts[1]) + "\n"
 
 
 def _marked(node) -> bool:
     """Whether ``node`` is a function marked ``@checks.kernel``."""
-    return isinstance(node, ast.FunctionDef) and any(
-        isinstance(d, ast.Attribute) and d.attr == "kernel" and isinstance(d.value, ast.Name)
-        and d.value.id == "checks" for d in node.decorator_list)
+    return isinstance(node, ast.FunctionDef) and any(ast.unparse(d) == "checks.kernel" for d in node.decorator_list)
 
 
 def kernel_functions(source: str) -> dict[str, str]:
     """{name: source to run in the kernel} of the functions a test cell marks ``@checks.kernel`` (at any depth):
-    each undecorated, after the cell's top-level functions it calls (transitively)."""
+    each undecorated, after the cell's top-level functions it calls (transitively), in the cell's order."""
     tree = ast.parse(source)
     plain = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef) and not _marked(node)}
-
-    def needs(node, seen):
-        for name in sorted({n.id for n in ast.walk(node) if isinstance(n, ast.Name)}):
-            if name in plain and name not in seen:
-                seen.append(name)
-                needs(plain[name], seen)
-        return seen
-
     found = {}
     for node in ast.walk(tree):
         if _marked(node) and node.name not in found:
-            node.decorator_list = []
-            found[node.name] = "\n\n".join([ast.unparse(plain[h]) for h in reversed(needs(node, []))]
+            node.decorator_list, needed, todo = [], set(), [node]
+            while todo:
+                called = {n.id for n in ast.walk(todo.pop()) if isinstance(n, ast.Name)} & plain.keys() - needed
+                needed |= called
+                todo += [plain[name] for name in called]
+            found[node.name] = "\n\n".join([ast.unparse(f) for name, f in plain.items() if name in needed]
                                            + [ast.unparse(node)])
     return found
 
 
 def notebook_names(source: str, bound) -> list[str]:
-    """The names a test cell reads from the notebook: not bound by the cell first, in ``bound`` (the setup
-    imports' namespace) or by Python, and not read only inside ``@checks.kernel`` functions (they run in the
-    kernel)."""
+    """The names a test cell reads from the notebook: not bound by the cell first, in ``bound`` (the setup's
+    namespace) or by Python, nor read only inside ``@checks.kernel`` functions (they run in the kernel)."""
     tree = ast.parse(source)
     for node in ast.walk(tree):
         if _marked(node):
@@ -170,9 +149,8 @@ def submission_digest(nb, folder) -> str:
 
 
 def salt_for(secret: bytes, student: str, assignment: str, grade_id: str, content: str = "") -> int:
-    """The salt of a test cell's hidden cases: secret to the grader, fixed by the student, the chapter, the cell
-    and ``content`` (``submission_digest``): a regrade repeats the cases, any change to the submission draws new
-    ones."""
+    """The salt of a test cell's hidden cases: an HMAC of the student, the chapter, the cell and ``content``
+    (``submission_digest``) under the grader's ``secret``."""
     key = f"{student}\0{assignment}\0{grade_id}\0{content}".encode()
     return int.from_bytes(hmac.new(secret, key, hashlib.sha256).digest()[:8], "big")
 
@@ -181,15 +159,8 @@ STORE_FROM = 20_000  # characters of wire JSON from which an argument is sent on
 
 
 class Channel:
-    """What the grading process needs from the student's kernel: send a request, get the reply text. ``stored``
-    mirrors the keys of the large arguments the kernel keeps, oldest first; ``watch`` is the deadline of the test
-    cell being judged (set by ``judge``)."""
-
-    stored: dict | None = None
-    watch: _Watch | None = None
-
-    def request(self, payload: str) -> str:  # pragma: no cover - an interface
-        raise NotImplementedError
+    """What the grading process needs from the student's kernel: a subclass's ``request(payload)`` returns the
+    reply text. ``stored`` mirrors the keys of the large arguments the kernel keeps, oldest first."""
 
     def pack(self, value):
         """``value``, or a wire.Stored standing for it when it is large (by key alone if sent before): a test
@@ -197,21 +168,24 @@ class Channel:
         text = wire.dumps(value)
         if len(text) < STORE_FROM:
             return value
-        self.stored = {} if self.stored is None else self.stored
-        key = hashlib.sha256(text.encode()).hexdigest()
-        if key in self.stored:
+        stored, key = vars(self).setdefault("stored", {}), hashlib.sha256(text.encode()).hexdigest()
+        if key in stored:
             return wire.Stored(key, None)
-        self.stored[key] = True
-        while len(self.stored) > wire.STORED:
-            self.stored.pop(next(iter(self.stored)))
+        stored[key] = True
+        if len(stored) > wire.STORED:
+            stored.pop(next(iter(stored)))
         return wire.Stored(key, text)
+
+
+def _waiting(channel: Channel, payload: str) -> str:
+    """``channel.request(payload)``: the grader's watch does not ring while this waits (``_watch``)."""
+    return channel.request(payload)
 
 
 def ask(channel: Channel, request: dict):
     """Send one request and return the value the student's code produced, or raise its exception (a built-in
     type when it was one, else StudentError). A reply that is not a well-formed reply is a ChannelFailure."""
-    with channel.watch.waiting() if channel.watch is not None else contextlib.nullcontext():
-        text = channel.request(wire.dumps(request))
+    text = _waiting(channel, wire.dumps(request))
     try:
         reply = wire.loads(text)
     except wire.WireError as exc:
@@ -236,10 +210,8 @@ class RemoteFunction:
 
     def _ask(self, op: str, **fields):
         blocked = sorted({path for paths in self._grading.blocked for path in paths})
-        request = {"op": op, "name": self.__name__, **fields, "blocked": blocked}
-        if self._source:
-            request["source"] = self._source
-        return ask(self._channel, request)
+        return ask(self._channel, {"op": op, "name": self.__name__, "source": self._source, **fields,
+                                   "blocked": blocked})
 
     def __call__(self, *args, **kwargs):
         pack = self._channel.pack
@@ -248,8 +220,7 @@ class RemoteFunction:
 
     def each(self, cases: list[tuple]) -> list:
         """``[self(*case) for case in cases]`` in one request, or more when the results would not fit in one
-        reply (the kernel answers for the first cases, and the rest are asked again). An argument that several
-        cases share (the same object) is packed once."""
+        reply (the kernel answers for the first cases, the rest are asked again); a shared argument packed once."""
         distinct = {id(a): a for case in cases for a in case}  # (``cases`` keeps each id its object's)
         packed = {key: self._channel.pack(a) for key, a in distinct.items()}
         values = []
@@ -291,9 +262,8 @@ def judge(source: str, setup: list[str], channel: Channel, salt: int | None,
     if "checks" in namespace:
         namespace["checks"] = checks.Checks(grading)
     stage, printed, shown = "visible", io.StringIO(), None
-    watch = channel.watch = _Watch(None if seconds is None else seconds + min(WATCH_GRACE, seconds))
     try:
-        with watch.running(), contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed), \
+        with _watch(seconds), contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed), \
                 warnings.catch_warnings():
             warnings.simplefilter("always")  # (each warning printed where it happens, as in a notebook)
             described = ask(channel, {"op": "describe", "names": names}) if names else {}
@@ -301,11 +271,9 @@ def judge(source: str, setup: list[str], channel: Channel, salt: int | None,
                 raise ChannelFailure("the notebook's answer could not be read: not a description")
             for name in names:
                 entry = described.get(name)
-                kind = entry.get("kind") if isinstance(entry, dict) else None
-                if kind == "data":
-                    namespace[name] = entry.get("value")
-                elif kind == "callable":
-                    namespace[name] = RemoteFunction(channel, grading, name)
+                if isinstance(entry, dict) and entry.get("kind") in ("data", "callable"):
+                    namespace[name] = (entry.get("value") if entry["kind"] == "data" else
+                                       RemoteFunction(channel, grading, name))
             exec(visible_code, namespace)
             stage, shown = "hidden", printed.getvalue()
             grading.salt = salt
@@ -318,7 +286,5 @@ def judge(source: str, setup: list[str], channel: Channel, salt: int | None,
         decided = Verdict(False, stage, type(exc).__name__, str(exc), line=lines[-1] if lines else None)
     else:
         decided = Verdict(True)
-    finally:
-        channel.watch = None
     decided.printed = printed.getvalue() if shown is None else shown
     return decided

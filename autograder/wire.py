@@ -1,15 +1,11 @@
-"""Values between the grading process and a student's kernel: JSON with tagged types, no pickle.
-
-Decoding builds inert data only (numbers, strings, bools, None, lists, tuples, dicts, NumPy arrays and scalars
-of numeric dtypes, torch tensors); any other type crosses as ``Unsupported``. What the grader decodes is
-hostile, so decoding is bounded by the payload, not by what Python would make of it: ``MAX_BYTES``,
-``MAX_DEPTH``, ``MAX_ELEMENTS`` values in all (a ``range`` counts its length), and at most ``MAX_SHARED_HASH``
-keys of a dict sharing a hash (chosen collisions make building a dict quadratic). Breaking one: ``WireError``.
-"""
+"""Values between the grading process and a student's kernel: JSON with tagged types, no pickle. Decoding builds
+inert data only (any other type crosses as ``Unsupported``), within the bounds below (``WireError`` past one):
+what the grader decodes is hostile, so they hold for the payload, not for what Python would make of it."""
 
 from __future__ import annotations
 
 import base64
+import collections
 import json
 import numbers
 import sys
@@ -18,8 +14,8 @@ import numpy as np
 
 MAX_BYTES = 16 << 20  # one encoded value (under sandbox.MAX_MESSAGE_BYTES, with room for JSON's escapes)
 MAX_DEPTH = 64  # lists, tuples and dicts inside each other
-MAX_ELEMENTS = 1 << 21  # values in one decoded payload (containers and leaves; an array counts as one)
-MAX_SHARED_HASH = 8  # keys of one decoded dict that may share a hash (CPython's -1 and -2 do, honestly)
+MAX_ELEMENTS = 1 << 21  # values in one decoded payload (an array counts as one, a range its length)
+MAX_SHARED_HASH = 8  # keys of a dict that may share a hash (-1 and -2 do; chosen collisions make a dict quadratic)
 STORED = 64  # the large arguments the agent keeps (wire.Stored), oldest dropped first
 _DTYPES = {np.dtype(code).name for code in "?" + np.typecodes["AllInteger"] + np.typecodes["AllFloat"]}
 _TORCH_DTYPES = {"bool", "int8", "int16", "int32", "int64", "uint8", "float16", "bfloat16", "float32",
@@ -65,14 +61,11 @@ def encode(value, depth: int = 0):
             pass
     if isinstance(value, (np.ndarray, np.generic)) and value.dtype.name in _DTYPES:  # (np.float64 is a float)
         return _array(value, "ndarray" if isinstance(value, np.ndarray) else "npscalar")
-    if value is None or isinstance(value, bool):
-        return value
-    if isinstance(value, str):
-        return str(value)
-    if isinstance(value, numbers.Integral):
-        return int(value)  # (Python's json keeps ints exact, however large)
-    if isinstance(value, float):
-        return float(value)  # (json writes repr: the same float back, nan and inf included)
+    if value is None:
+        return None
+    for kind, plain in ((bool, bool), (str, str), (numbers.Integral, int), (float, float)):  # (bool: an Integral)
+        if isinstance(value, kind):
+            return plain(value)  # (json keeps ints exact and writes a float's repr, nan and inf included)
     if isinstance(value, complex):
         return {"$": "complex", "re": value.real, "im": value.imag}
     if isinstance(value, numbers.Number):  # Fraction, Decimal, a custom real: its value as a float
@@ -135,17 +128,11 @@ def _take(left: list, count: int) -> None:  # (left[0]: the values the payload m
 
 
 def _dict(pairs: list) -> dict:
-    """A dict of decoded pairs, refused when more than MAX_SHARED_HASH keys share a hash (counted in linear time)."""
-    counts = {}
-    for key, _ in pairs:
-        try:
-            h = hash(key)
-        except TypeError:
-            raise WireError("a dict key that is not hashable") from None
-        counts[h] = counts.get(h, 0) + 1
-        if counts[h] > MAX_SHARED_HASH:
-            raise WireError(f"more than {MAX_SHARED_HASH} keys of one dict share a hash (keys chosen to "
-                            "make the dict slow to build)")
+    """A dict of decoded pairs; WireError when more than MAX_SHARED_HASH keys share a hash."""
+    counts = collections.Counter(hash(key) for key, _ in pairs)  # (TypeError: a key that is not hashable)
+    if max(counts.values(), default=0) > MAX_SHARED_HASH:
+        raise WireError(f"more than {MAX_SHARED_HASH} keys of one dict share a hash (keys chosen to make the dict "
+                        "slow to build)")
     return dict(pairs)
 
 
@@ -164,10 +151,9 @@ def _decode(obj, depth: int, left: list):
         raise WireError("malformed container")
     if tag == "complex":  # (complex() refuses what is not two numbers)
         return complex(obj.get("re"), obj.get("im"))
-    if tag == "ndarray":
-        return _raw_array(obj, obj.get("dtype"))
-    if tag == "npscalar":
-        return _raw_array(obj, obj.get("dtype"))[()]
+    if tag in ("ndarray", "npscalar"):
+        array = _raw_array(obj, obj.get("dtype"))
+        return array if tag == "ndarray" else array[()]
     if tag == "tensor":
         import torch
 
@@ -187,12 +173,9 @@ def _decode(obj, depth: int, left: list):
     if tag == "tuple":
         return tuple(_decode(v, depth + 1, left) for v in items)
     if tag == "dict":
-        pairs = []
-        for pair in items:
-            if not isinstance(pair, list) or len(pair) != 2:
-                raise WireError("malformed dict entry")
-            pairs.append((_decode(pair[0], depth + 1, left), _decode(pair[1], depth + 1, left)))
-        return _dict(pairs)
+        if not all(isinstance(pair, list) and len(pair) == 2 for pair in items):
+            raise WireError("malformed dict entry")
+        return _dict([(_decode(k, depth + 1, left), _decode(v, depth + 1, left)) for k, v in items])
     if tag == "unsupported":
         return Unsupported(obj.get("type", "?"), obj.get("text", ""))
     if tag == "stored":
@@ -210,12 +193,8 @@ def loads(text) -> object:
     if len(text) > MAX_BYTES:
         raise WireError(f"the payload is larger than {MAX_BYTES >> 20} MB")
     try:
-        obj = json.loads(text)
-    except (ValueError, RecursionError) as exc:
-        raise WireError(f"not JSON ({type(exc).__name__})") from None
-    try:
-        return _decode(obj, 0, [MAX_ELEMENTS])
+        return _decode(json.loads(text), 0, [MAX_ELEMENTS])
     except WireError:
         raise
     except (ValueError, TypeError, OverflowError, RecursionError, MemoryError) as exc:
-        raise WireError(f"malformed value ({type(exc).__name__}: {str(exc)[:100]})") from None
+        raise WireError(f"malformed: not JSON, or not a value ({type(exc).__name__}: {str(exc)[:100]})") from None
