@@ -15,7 +15,6 @@ c.CourseDirectory.release_directory = "lessons"
 c.CourseDirectory.submitted_directory = os.path.join(COURSE, "submitted")
 c.CourseDirectory.autograded_directory = os.path.join(COURSE, "autograded")
 c.CourseDirectory.feedback_directory = os.path.join(COURSE, "feedback")
-# (a root nbgrader_config.py may set db_url after loading this file; gradebook.check checks it before grading)
 c.CourseDirectory.db_url = os.environ.get("POSENC_DB_URL") or "sqlite:///" + os.path.join(COURSE, "gradebook.db")
 # Only the notebooks are released: the chapter's MyST markdown beside them holds the solutions.
 c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", ".*", "*.md"]

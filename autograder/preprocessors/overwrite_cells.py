@@ -1,6 +1,5 @@
-"""``OverwriteCells``: nbgrader's, with ``add_missing_cells`` made robust: nbgrader 0.9 puts a deleted test cell
-back after the cell that precedes it in the source, and fails (no grade at all) when that cell was deleted too.
-Here it goes after the nearest earlier cell of the source that is present, or first."""
+"""``OverwriteCells``: nbgrader's, with a deleted test cell put back after the nearest earlier cell of the source
+that is present, or first (nbgrader's own fails when that neighbour is gone: autograder/README.md)."""
 
 from __future__ import annotations
 
@@ -11,7 +10,6 @@ class OverwriteCells(NbgraderOverwriteCells):
     def add_missing_grade_cells(self, nb, resources):
         source = self.gradebook.find_notebook(self.notebook_id, self.assignment_id)
         order = [cell.name for cell in source.source_cells]
-        by_name = {cell.name: cell for cell in source.source_cells}
         graded = {cell.name: cell for cell in source.grade_cells}
         solutions = {cell.name for cell in source.solution_cells}
         for at, name in enumerate(order):
@@ -20,6 +18,6 @@ class OverwriteCells(NbgraderOverwriteCells):
                 continue
             self.log.warning("Missing grade cell %s encountered, adding it back to the notebook", name)
             where = next((present[e] + 1 for e in reversed(order[:at]) if e in present), 0)
-            nb.cells.insert(where, self.missing_cell_transform(by_name[name], graded[name].max_score,
+            nb.cells.insert(where, self.missing_cell_transform(source.source_cells[at], graded[name].max_score,
                                                                is_solution=name in solutions))
         return nb, resources

@@ -1,6 +1,5 @@
-"""``SandboxedExecute``: ``GuardedExecute`` with each kernel started in the bubblewrap sandbox
-(``autograder.sandbox.SandboxKernelManager``); autograde's default (``autograder.config`` swaps it back for
-``--unsandboxed``)."""
+"""``SandboxedExecute``: ``GuardedExecute`` with each kernel in the bubblewrap sandbox, autograde's default
+(``autograder.config`` swaps it back for ``--unsandboxed``)."""
 
 from __future__ import annotations
 
