@@ -49,7 +49,7 @@ class GuardedExecute(Execute):
         self._tests = resources.get(TESTS_KEY)
         self._secret = self._read_secret() if self._tests else None
         self._content = verdicts.submission_digest(nb, resources.get("metadata", {}).get("path"))
-        self._grader_channel = KernelChannel(self)  # (its comm is opened by the first test cell's request)
+        self._grader_channel = None  # the comm to this notebook's kernel, opened on the first test cell
         return super().preprocess(nb, resources, km)
 
     def preprocess_cell(self, cell, resources, index):
@@ -92,6 +92,8 @@ class GuardedExecute(Execute):
         salt = verdicts.salt_for(self._secret, str(meta.get("student")), str(meta.get("assignment")), gid,
                                  self._content)
         seconds = min(float(self.timeout or 60), max(1.0, self._ends - time.monotonic()))
+        if self._grader_channel is None:
+            self._grader_channel = KernelChannel(self)
         self._grader_channel.begin(seconds)
         decided = verdicts.judge(source, self._tests["setup"], self._grader_channel, salt, seconds)
         self.log.debug("Cell %d (%s): %s", index, gid, decided)
