@@ -1,6 +1,5 @@
 """The feedback page: nbgrader's, except that an answer nobody has graded yet reads "awaiting grading" (nbgrader
-0.9 shows such an answer as 0 points). nbgrader_config.py selects ``FeedbackExporter`` for `feedback`,
-``nbgrader generate_feedback`` and formgrader's feedback button."""
+0.9 shows it as 0 points); nbgrader_config.py makes ``FeedbackExporter`` every feedback page's exporter."""
 
 from __future__ import annotations
 
@@ -24,17 +23,14 @@ class AwaitingGrades(NbGraderPreprocessor):
 
     def preprocess(self, nb, resources):
         meta = resources["nbgrader"]
-        awaiting = 0
+        meta["awaiting"] = 0
         with Gradebook(meta["db_url"]) as gb:
-            for cell in nb.cells:
-                if not (utils.is_grade(cell) or utils.is_task(cell)):
-                    continue
+            for cell in (cell for cell in nb.cells if utils.is_grade(cell) or utils.is_task(cell)):
                 grade = gb.find_grade(cell.metadata.nbgrader["grade_id"], meta["notebook"], meta["assignment"],
                                       meta["student"])
                 waiting = grade.auto_score is None and grade.manual_score is None
                 cell.metadata.nbgrader["awaiting_grade"] = waiting
-                awaiting += waiting
-        resources["nbgrader"]["awaiting"] = awaiting
+                meta["awaiting"] += waiting
         return nb, resources
 
 

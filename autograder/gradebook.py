@@ -46,14 +46,13 @@ def waiting_url(url) -> str:
     parsed = _parsed(url)
     if parsed is None:
         return str(url)
-    waits = WAITS.get(parsed.get_backend_name(), {})
-    return parsed.update_query_dict({**waits, **parsed.query}).render_as_string(hide_password=False)
+    query = {**WAITS.get(parsed.get_backend_name(), {}), **parsed.query}
+    return parsed.update_query_dict(query).render_as_string(hide_password=False)
 
 
 def find_alembic() -> None:
     """Put this environment's bin/ first on PATH (for this process and those it starts) when it is not there:
-    nbgrader creates a gradebook by running its ``alembic`` program by name, and a virtualenv's bin/ is on PATH
-    only where it was activated. The programs that grade call this when they start."""
+    nbgrader creates a gradebook by running its ``alembic`` program by name."""
     path, here = os.environ.get("PATH", ""), str(Path(sys.executable).parent)
     if here not in path.split(os.pathsep):
         os.environ["PATH"] = here + os.pathsep + path if path else here
@@ -105,8 +104,7 @@ def unreachable(url) -> str | None:
 def check(cfg) -> None:
     """Raise ``Unavailable`` when the course's gradebook URL is unusable or its server does not answer."""
     url = cfg.CourseDirectory.db_url
-    problem = url_problem(url) or unreachable(url)
-    if problem:
+    if problem := url_problem(url) or unreachable(url):
         raise Unavailable(problem)
 
 
@@ -121,16 +119,15 @@ def session():
 
 
 @contextlib.contextmanager
-def opened(cfg, course_id: bool = True):
-    """The course's gradebook, open for the block (inside a ``session``). A database server that does not
-    answer raises ``Unavailable``."""
+def opened(cfg):
+    """The course's gradebook, open for the block (inside a ``session``); a server that does not answer raises
+    ``Unavailable``."""
     url = cfg.CourseDirectory.db_url
     with session():
         try:
-            gb = Gradebook(waiting_url(url), *([cfg.CourseDirectory.course_id] if course_id else []))
+            gb = Gradebook(waiting_url(url), cfg.CourseDirectory.course_id)
         except sqlalchemy.exc.OperationalError:
-            problem = unreachable(url)
-            if problem:
+            if problem := unreachable(url):
                 raise Unavailable(problem) from None
             raise
         with gb:
@@ -195,15 +192,13 @@ def sync_assignments(names, cfg) -> dict[str, str]:
 
 
 def register_students(ids, cfg) -> None:
-    """Add the students to the gradebook before any autograde runs, so that parallel workers only update
-    rows (two workers inserting the same new row would collide)."""
+    """Add the students to the gradebook before any autograde runs, and the "default_course" row nbgrader's grading
+    steps add the first time (they open it without a course id), so that parallel workers only update rows (two
+    workers inserting the same new row would collide)."""
     with opened(cfg) as gb:
         for student in sorted(set(ids)):
             gb.update_or_create_student(student)
-    # nbgrader's grading steps open the gradebook without a course id, which inserts a "default_course"
-    # row the first time: create it here, once, for the same reason.
-    with opened(cfg, course_id=False):
-        pass
+        gb.check_course()
 
 
 @dataclass

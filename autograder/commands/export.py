@@ -4,11 +4,14 @@ the course folder), safe in a spreadsheet: names and ids in the gradebook can co
 from __future__ import annotations
 
 import csv
+import re
 from pathlib import Path
 
 from nbgrader.plugins import CsvExportPlugin
 
 from .. import config, course, gradebook, printable
+
+NUMBER = re.compile(r"-?\d+(\.\d+)?([eE][-+]?\d+)?")  # a cell left as it is: a spreadsheet reads it as a number
 
 
 def export(to: str | None = None, out=print) -> None:
@@ -23,17 +26,10 @@ def export(to: str | None = None, out=print) -> None:
 
 
 def neutralise(path: Path) -> None:
-    """Rewrite the CSV at ``path`` so that every cell that is not a number goes through
-    ``printable.spreadsheet_cell``: none that a spreadsheet would run as a formula remains."""
+    """Rewrite the CSV at ``path`` so that every cell but a ``NUMBER`` goes through ``printable.spreadsheet_cell``:
+    none that a spreadsheet would run as a formula remains."""
     with open(path, newline="", encoding="utf-8") as handle:
         rows = list(csv.reader(handle))
     with open(path, "w", newline="", encoding="utf-8") as handle:
-        csv.writer(handle).writerows([[_cell(text) for text in row] for row in rows])
-
-
-def _cell(text: str) -> str:
-    try:
-        float(text)
-        return text
-    except ValueError:
-        return printable.spreadsheet_cell(text)
+        csv.writer(handle).writerows([[text if NUMBER.fullmatch(text) else printable.spreadsheet_cell(text)
+                                       for text in row] for row in rows])

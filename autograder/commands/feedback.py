@@ -9,9 +9,7 @@ from pathlib import Path
 
 from .. import config, gradebook
 
-# What nbgrader's release_feedback reads beside the page: the submission's time and the secret that names the
-# page in the exchange (without them it cannot return that student's feedback).
-KEPT = ("timestamp.txt", "submission_secret.txt")
+KEPT = ("timestamp.txt", "submission_secret.txt")  # what nbgrader's release_feedback reads beside the page
 
 
 def feedback(assignments=None, out=print) -> int:
@@ -31,14 +29,13 @@ def feedback(assignments=None, out=print) -> int:
                 status = 1
             for folder in feedback_dir.glob(f"*/{name}"):
                 prune(folder, name)
-    out(f"{len(list(feedback_dir.glob('*/*/*.html')))} feedback pages in {feedback_dir} (one per student and "
-        "chapter: <student>/<chapter>/<chapter>.html)")
+    out(f"{len(list(feedback_dir.glob('*/*/*.html')))} feedback pages in {feedback_dir}/<student>/<chapter>/")
     return status
 
 
 def prune(folder: Path, assignment: str) -> None:
-    """Leave only the page and ``KEPT`` in a student's feedback folder: nbgrader copies every other file of the
-    autograded folder there too, the student's own, which would cost the course folder their size once more."""
+    """Leave only the page and ``KEPT`` in a student's feedback folder (nbgrader copies the student's other files
+    there too)."""
     for entry in folder.iterdir():
         if entry.is_dir() and not entry.is_symlink():
             shutil.rmtree(entry)

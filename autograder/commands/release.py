@@ -17,10 +17,8 @@ def release(names: list[str] | None = None, release_dir: Path | None = None) -> 
     written = []
     for name in names or course.assignments():
         course.source_notebook(name)  # the notebook nbgrader reads, as the chapter's markdown says now
-        args = ["generate_assignment", name, "--force", "--no-db"]
-        if release_dir is not None:
-            args.append(f"--CourseDirectory.release_directory={release_dir}")
-        result = course.nbgrader(*args, check=False)
+        to = [f"--CourseDirectory.release_directory={release_dir}"] if release_dir is not None else []
+        result = course.nbgrader("generate_assignment", name, "--force", "--no-db", *to, check=False)
         if result.returncode:
             raise RuntimeError(f"nbgrader generate_assignment {name} failed:\n{result.stdout}{result.stderr}")
         lesson = course.lesson_notebook(name, release_dir)

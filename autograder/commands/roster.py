@@ -1,9 +1,9 @@
-"""`python -m autograder roster FILE`: as root, the Unix account of each student of nbgrader's student CSV
-(``id,first_name,last_name,email``, ``id`` the Unix user name) that is missing, as hub/README.md makes one; the
-hub takes the same file as its list of students (``POSENC_HUB_ROSTER``)."""
+"""`python -m autograder roster FILE`: as root, the missing Unix account of each student of nbgrader's student CSV
+(``id,first_name,last_name,email``, ``id`` the user name), as hub/README.md makes one (the hub's roster too)."""
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import os
 import pwd
@@ -13,8 +13,7 @@ from pathlib import Path
 
 from .. import printable
 
-# A portable Unix user name (useradd's default rule, without the trailing $ of machine accounts)
-USER_NAME = re.compile(r"[a-z_][a-z0-9_-]{0,31}")
+USER_NAME = re.compile(r"[a-z_][a-z0-9_-]{0,31}")  # a portable Unix user name (useradd's rule, without a final $)
 
 
 def read(path: str | os.PathLike) -> list[str]:
@@ -43,11 +42,9 @@ def roster(path: str, home_base: str = "/home") -> int:
         return 2
     failed = 0
     for student in students:
-        try:
+        with contextlib.suppress(KeyError):
             print(f"{pwd.getpwnam(student).pw_name}: exists")
             continue
-        except KeyError:
-            pass
         home = Path(home_base) / student
         made = subprocess.run(["useradd", "--create-home", "--home-dir", str(home), "--user-group",
                                "--shell", "/bin/bash", student], capture_output=True, text=True)

@@ -36,8 +36,7 @@ def validate(paths, unsandboxed: bool = False, out=print) -> int:
             out(f"[{path}]")
             try:
                 validator.validate_and_print(str(path.resolve()))
-                if any(validator.results.get(key) for key in ("failed", "type_changed", "changed")):
-                    status = 1
+                status |= any(validator.results.get(key) for key in ("failed", "type_changed", "changed"))
             except Exception as exc:  # a corrupt file, a kernel that would not start: name it, go on
                 out(f"ERROR {path}: could not be validated: {type(exc).__name__}: {exc}")
                 status = 1
