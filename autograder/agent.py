@@ -1,6 +1,5 @@
-"""The grader's agent inside a student's kernel, loaded as an IPython extension when the grading kernel starts:
-answers the grader's requests (``describe``, ``call``, ``run``, ``each``; autograder/README.md) on the comm
-``TARGET``, in ``wire`` values. It runs beside the student's code, so nothing it says is trusted."""
+"""The grader's agent in a student's kernel (an IPython extension of the grading kernel): answers the grader's
+requests on the comm ``TARGET`` in ``wire`` values. It runs beside the student's code: nothing it says is trusted."""
 
 from __future__ import annotations
 
@@ -30,16 +29,13 @@ def _call(request: dict, namespace: dict) -> str:
     """The wire text of the notebook's function ``name`` (or a test cell's, with its ``source``) called on the
     request's arguments; for ``each``, of the list of its results on the cases in order, up to ``EACH_BYTES``
     (the first result always goes: the grader asks again for the rest)."""
+    scope = dict(namespace) if request.get("source") else namespace
     if request.get("source"):
-        scope = dict(namespace)
         exec(compile(request["source"], "<test function>", "exec"), scope)
-        target = scope[request["name"]]
-    else:
-        target = namespace[request["name"]]
+    target = scope[request["name"]]
     if request["op"] != "each":
-        args = [_unstore(a) for a in request.get("args", ())]
-        kwargs = {k: _unstore(v) for k, v in request.get("kwargs", {}).items()}
-        return wire.dumps(target(*args, **kwargs))
+        return wire.dumps(target(*map(_unstore, request.get("args", ())),
+                                 **{k: _unstore(v) for k, v in request.get("kwargs", {}).items()}))
     texts, size = [], 0
     for case in request["cases"]:
         text = wire.dumps(target(*[_unstore(a) for a in case]))

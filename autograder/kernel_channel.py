@@ -16,10 +16,8 @@ INTERRUPT_GRACE = 10.0  # seconds a kernel gets to come back after the interrupt
 
 
 class KernelChannel(Channel):
-    """Requests to the kernel of a running nbclient ``client``, on one comm opened here (one channel per kernel:
-    it mirrors the arguments the kernel keeps; the kernel handles the opening before any request). After
-    ``begin``, a test cell's requests share one deadline: past it the kernel is interrupted, and a kernel that does
-    not come back, or dies, is KernelLost."""
+    """Requests to the kernel of a running nbclient ``client`` on one comm, opened here (one channel per kernel: it
+    mirrors the arguments the kernel keeps). After ``begin``, a test cell's requests share one deadline."""
 
     def __init__(self, client):
         self.client, self.comm_id = client, uuid.uuid4().hex
@@ -37,9 +35,8 @@ class KernelChannel(Channel):
         return run_sync(self._reply)(self._send("comm_msg", {"data": {"request": payload}}))
 
     async def _reply(self, msg_id: str) -> str:
-        """The reply the kernel sends on the comm for request ``msg_id``; a ChannelFailure if it goes idle without
-        one. Past the deadline the kernel is interrupted and the request fails once it is idle again; a kernel
-        that stays busy INTERRUPT_GRACE seconds more, or dies, is KernelLost."""
+        """The kernel's reply to request ``msg_id`` (ChannelFailure: idle without one). Past the deadline the kernel
+        is interrupted and the request fails; a kernel still busy INTERRUPT_GRACE s later, or dead, is KernelLost."""
         reply, late = None, False
         while True:
             remaining = self.deadline - time.monotonic()

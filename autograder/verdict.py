@@ -47,10 +47,9 @@ WATCH_GRACE = 1.0  # seconds the grader's timer waits past the channel's deadlin
 
 @contextlib.contextmanager
 def _watch(seconds: float | None):
-    """The deadline of the grader's own work on one test cell (``seconds`` and WATCH_GRACE; None: none): a timer
-    in the main thread that raises GraderTimeout where the grader's code is, never inside an import (a
-    half-imported module would break later submissions) nor while ``_waiting`` waits on the kernel (the channel's
-    deadline interrupts the kernel properly): there it rings again a moment later."""
+    """The deadline of the grader's own work on a test cell (``seconds`` and WATCH_GRACE; None: none): a timer
+    raising GraderTimeout where the grader's code is, ringing again a moment later inside an import (a half-imported
+    module would break later submissions) or ``Channel.send`` (the channel's deadline interrupts the kernel)."""
     if seconds is None or threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -60,7 +59,7 @@ def _watch(seconds: float | None):
         if done:  # (rang while the timer was being stopped)
             return
         codes = [f.f_code for f, _ in traceback.walk_stack(frame)]
-        if _waiting.__code__ in codes or any(c.co_filename.startswith("<frozen importlib") for c in codes):
+        if Channel.send.__code__ in codes or any(c.co_filename.startswith("<frozen importlib") for c in codes):
             signal.setitimer(signal.ITIMER_REAL, 0.01)
             return
         raise GraderTimeout(f"the grader's checks of the values the notebook returned took longer than the "
@@ -162,6 +161,10 @@ class Channel:
     """What the grading process needs from the student's kernel: a subclass's ``request(payload)`` returns the
     reply text. ``stored`` mirrors the keys of the large arguments the kernel keeps, oldest first."""
 
+    def send(self, payload: str) -> str:
+        """``request(payload)``; the grader's watch does not ring while this waits on the kernel (``_watch``)."""
+        return self.request(payload)
+
     def pack(self, value):
         """``value``, or a wire.Stored standing for it when it is large (by key alone if sent before): a test
         that passes the arena's results to many calls sends them once."""
@@ -177,15 +180,10 @@ class Channel:
         return wire.Stored(key, text)
 
 
-def _waiting(channel: Channel, payload: str) -> str:
-    """``channel.request(payload)``: the grader's watch does not ring while this waits (``_watch``)."""
-    return channel.request(payload)
-
-
 def ask(channel: Channel, request: dict):
     """Send one request and return the value the student's code produced, or raise its exception (a built-in
     type when it was one, else StudentError). A reply that is not a well-formed reply is a ChannelFailure."""
-    text = _waiting(channel, wire.dumps(request))
+    text = channel.send(wire.dumps(request))
     try:
         reply = wire.loads(text)
     except wire.WireError as exc:
@@ -221,8 +219,7 @@ class RemoteFunction:
     def each(self, cases: list[tuple]) -> list:
         """``[self(*case) for case in cases]`` in one request, or more when the results would not fit in one
         reply (the kernel answers for the first cases, the rest are asked again); a shared argument packed once."""
-        distinct = {id(a): a for case in cases for a in case}  # (``cases`` keeps each id its object's)
-        packed = {key: self._channel.pack(a) for key, a in distinct.items()}
+        packed = {key: self._channel.pack(a) for key, a in {id(a): a for case in cases for a in case}.items()}
         values = []
         while len(values) < len(cases):
             left = cases[len(values):]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import collections
+import contextlib
 import json
 import numbers
 import sys
@@ -55,10 +56,8 @@ def encode(value, depth: int = 0):
     if depth > MAX_DEPTH:
         raise WireError(f"values nested more than {MAX_DEPTH} levels deep")
     if isinstance(value, np.ndarray) and value.dtype == object:  # numbers in an object array: as floats
-        try:
+        with contextlib.suppress(TypeError, ValueError):
             value = value.astype(np.float64)
-        except (TypeError, ValueError):
-            pass
     if isinstance(value, (np.ndarray, np.generic)) and value.dtype.name in _DTYPES:  # (np.float64 is a float)
         return _array(value, "ndarray" if isinstance(value, np.ndarray) else "npscalar")
     if value is None:
@@ -69,10 +68,8 @@ def encode(value, depth: int = 0):
     if isinstance(value, complex):
         return {"$": "complex", "re": value.real, "im": value.imag}
     if isinstance(value, numbers.Number):  # Fraction, Decimal, a custom real: its value as a float
-        try:
+        with contextlib.suppress(TypeError, ValueError, OverflowError):
             return float(value)
-        except (TypeError, ValueError, OverflowError):
-            pass
     torch = sys.modules.get("torch")  # (a tensor exists only if torch was imported)
     if torch is not None and isinstance(value, torch.Tensor):
         name = str(value.dtype).removeprefix("torch.")
@@ -93,11 +90,10 @@ def encode(value, depth: int = 0):
         return {"$": "stored", "key": value.key, "text": value.text}
     if isinstance(value, Unsupported):
         return {"$": "unsupported", "type": value.type_name, "text": value.text}
-    try:
-        text = repr(value)
-    except Exception:  # a repr that raises is still only a type name to report
-        text = "?"
-    return {"$": "unsupported", "type": type(value).__name__, "text": text[:200]}
+    text = "?"
+    with contextlib.suppress(Exception):  # (a repr that raises: still a type name to report)
+        text = repr(value)[:200]
+    return {"$": "unsupported", "type": type(value).__name__, "text": text}
 
 
 def dumps(value) -> str:
@@ -115,7 +111,7 @@ def _raw_array(obj: dict, dtype: str) -> np.ndarray:
     if not isinstance(shape, list) or len(shape) > 32 or not all(isinstance(n, int) and n >= 0 for n in shape):
         raise WireError("malformed array shape")
     data = base64.b64decode(obj.get("data", ""), validate=True)
-    count = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    count = int(np.prod(shape, dtype=np.int64))
     if count * np.dtype(dtype).itemsize != len(data):
         raise WireError("array data does not match its shape")
     return np.frombuffer(data, dtype=dtype).reshape(shape).copy()
@@ -128,7 +124,6 @@ def _take(left: list, count: int) -> None:  # (left[0]: the values the payload m
 
 
 def _dict(pairs: list) -> dict:
-    """A dict of decoded pairs; WireError when more than MAX_SHARED_HASH keys share a hash."""
     counts = collections.Counter(hash(key) for key, _ in pairs)  # (TypeError: a key that is not hashable)
     if max(counts.values(), default=0) > MAX_SHARED_HASH:
         raise WireError(f"more than {MAX_SHARED_HASH} keys of one dict share a hash (keys chosen to make the dict "
@@ -188,11 +183,9 @@ def _decode(obj, depth: int, left: list):
 
 def loads(text) -> object:
     """The value encoded in ``text``; ``WireError`` for anything that is not a well-formed payload."""
-    if not isinstance(text, str):
-        raise WireError(f"a payload must be text, got {type(text).__name__}")
-    if len(text) > MAX_BYTES:
-        raise WireError(f"the payload is larger than {MAX_BYTES >> 20} MB")
     try:
+        if len(text) > MAX_BYTES:
+            raise WireError(f"the payload is larger than {MAX_BYTES >> 20} MB")
         return _decode(json.loads(text), 0, [MAX_ELEMENTS])
     except WireError:
         raise
