@@ -45,8 +45,7 @@ c.LimitOutput.max_lines = 1000
 c.LimitOutput.max_traceback = 100  # (InertOutputs then cuts each text to 20,000 characters)
 c.OverwriteCells.add_missing_cells = True
 
-# formgrader and the feedback pages: HTML outputs through nbconvert's sanitizer (behind InertOutputs, for
-# notebooks autograded before it), and "awaiting grading" for an answer not graded yet (autograder/feedback.py).
+# formgrader and feedback pages: outputs through nbconvert's sanitizer too, "awaiting grading" (feedback.py)
 c.HTMLExporter.sanitize_html = True
 from autograder.feedback import FeedbackExporter  # noqa: E402
 c.GenerateFeedback.exporter_class = FeedbackExporter

@@ -1,8 +1,5 @@
-"""``InertOutputs``: the autograded notebook holds nothing a browser would run (formgrader and the feedback page
-render it with nbconvert, which passes HTML through), and no text of an output longer than ``MAX_TEXT_CHARS``.
-The policy and why: autograder/README.md, "The additions"."""
-
-from __future__ import annotations
+"""``InertOutputs``: nothing in the autograded notebook that a browser would run, no output text longer than
+``MAX_TEXT_CHARS`` (the policy and why: autograder/README.md, "The additions")."""
 
 import base64
 import functools
@@ -27,8 +24,7 @@ REMEMBERED_MARKDOWN = 20_000  # markdown cells up to this size without attachmen
 
 
 def _text(value, max_chars: float = float("inf")) -> str | None:
-    """A text payload (a string, or nbformat's list of strings) cut to ``max_chars`` characters and a note;
-    None for anything else."""
+    """A string or nbformat's list of strings as one string, cut to ``max_chars`` with a note; else None."""
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         value = "".join(value)
     if not isinstance(value, str) or len(value) <= max_chars:
@@ -37,8 +33,7 @@ def _text(value, max_chars: float = float("inf")) -> str | None:
 
 
 def valid_image(value, mime: str, max_bytes: int = MAX_IMAGE_BYTES, kinds=OUTPUT_IMAGES) -> str | None:
-    """The base64 text of an image if ``value`` is base64 (whitespace allowed) of a file of a type in ``kinds``,
-    at most ``max_bytes`` long; None otherwise."""
+    """``value`` without blanks if it is the base64 of an image of a type in ``kinds`` of ``max_bytes`` at most."""
     text = re.sub(r"\s+", "", _text(value) or "")
     if mime not in kinds or len(text) > (max_bytes + 2) // 3 * 4:
         return None
@@ -93,9 +88,8 @@ def _inert_output(output, max_image_bytes: int, max_chars: int) -> tuple[Noteboo
 
 
 def inert_outputs(outputs, max_image_bytes: int = MAX_IMAGE_BYTES, max_chars: int = MAX_TEXT_CHARS) -> tuple:
-    """A code cell's outputs made inert, and how many of them lost something. Only text (each cut to
-    ``max_chars`` characters), errors and valid PNG/JPEG stay (metadata cleared); a text/plain note stands for
-    what was removed, and a run of the same note becomes one note with a count."""
+    """A code cell's outputs made inert, and how many lost something: text (cut), errors and valid PNG/JPEG stay,
+    without metadata; a text/plain note stands for what was removed, a run of the same note counted in one."""
     result, notes, run = [], 0, None  # run: [what, count] of the note that ends ``result``
     for output in outputs if isinstance(outputs, list) else []:
         new, what = _inert_output(output, max_image_bytes, max_chars)
@@ -117,9 +111,8 @@ _SAFE_IMAGE = rf"{_SAFE_LINK}|attachment:|data:image/(?:png|jpeg|gif|webp);base6
 
 
 def safe_url(url, image: bool = False) -> bool:
-    """A link target that runs nothing: no scheme (relative, #fragment) or http(s)/mailto; for images also
-    base64 data of a raster image and notebook attachments. Control characters and blanks are dropped first,
-    as browsers do (``java\\tscript:``)."""
+    """A link target that runs nothing: no scheme, http(s) or mailto; for images also a raster image's base64 data
+    and attachments. Control characters and blanks are dropped first, as browsers do (``java\\tscript:``)."""
     cleaned = re.sub(r"[\x00-\x20\x7f]", "", url).lower() if isinstance(url, str) else ":"
     return re.match(_SAFE_IMAGE if image else _SAFE_LINK, cleaned) is not None
 
@@ -136,14 +129,12 @@ _MARKDOWN_TAGS = {
     "div": {"class": "highlight|selfcheck", "id": _SELFCHECK_ID}, "ol": {"start": None}, "th": {"style": _ALIGN},
     "td": {"style": _ALIGN}, "input": {"class": None, "type": "checkbox", "disabled": None, "checked": None},
 }
-# The one raw HTML the chapters write (solutions/README.md, "Self-check questions"): a question as
-# <div class="selfcheck" id="selfcheck-..."> holding <details><summary>option</summary> explanation </details>.
+# The one raw HTML the chapters write: a self-check question, div.selfcheck of details (tests/selfcheck.py).
 _COURSE_TAGS = {"div": {"class": "selfcheck", "id": _SELFCHECK_ID}, "details": {}, "summary": {}}
 
 
 class _Allowed(HTMLParser):
-    """The tags, attributes and values of ``html`` that ``tags`` does not allow, and any comment, declaration
-    or processing instruction (``problems``)."""
+    """``problems``: the tags, attributes and values of ``html`` outside ``tags``, and any comment or declaration."""
 
     def __init__(self, html: str, tags: dict):
         super().__init__()
@@ -218,10 +209,9 @@ def as_plain_text(source: str) -> str:
 
 
 def inert_markdown(source, attachments: dict | None = None, max_chars: int = MAX_MARKDOWN_CHARS) -> str:
-    """A markdown cell's source that renders without raw HTML or unsafe links: unchanged when it already does,
-    else with each ``<`` written ``&lt;`` outside fenced code, code spans, maths, backslash escapes and autolinks
-    (raw HTML shows as text, the rest renders as before), else as plain text. A cell longer than ``max_chars`` is
-    plain text unparsed: nbconvert's maths rules take time quadratic in the length on some input."""
+    """A markdown cell's source that renders without raw HTML or unsafe links: as it is if it does, else with each
+    ``<`` outside fenced code, code spans, maths, backslash escapes and autolinks written ``&lt;``, else as plain
+    text, as is a cell past ``max_chars``, unparsed (nbconvert's maths rules are quadratic on some input)."""
     source = _text(source)
     if source is None:
         return MARKDOWN_NOTE
@@ -246,8 +236,7 @@ def inert_attachments(attachments, max_image_bytes: int = MAX_IMAGE_BYTES) -> di
 
 
 class InertOutputs(NbGraderPreprocessor):
-    """Keep only inert outputs (text, errors, valid PNG/JPEG), escape raw HTML in markdown cells, keep only
-    raster-image attachments, drop the saved widget state."""
+    """Every code cell's outputs, markdown cell and attachments made inert; the saved widget state dropped."""
 
     def preprocess(self, nb, resources):
         nb.metadata.pop("widgets", None)

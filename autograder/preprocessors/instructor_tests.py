@@ -1,8 +1,6 @@
 """``InstructorTests`` (before execution): the instructor's test cells, from the gradebook and never the
 submission's copies, and the setup cells' imports, in nbgrader's resources (``TESTS_KEY``) for ``GuardedExecute``."""
 
-from __future__ import annotations
-
 import ast
 
 from nbgrader.api import Gradebook

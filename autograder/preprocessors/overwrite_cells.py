@@ -1,8 +1,6 @@
 """``OverwriteCells``: nbgrader's, with a deleted test cell put back after the nearest earlier cell of the source
 that is present, or first (nbgrader's own fails when that neighbour is gone: autograder/README.md)."""
 
-from __future__ import annotations
-
 from nbgrader.preprocessors import OverwriteCells as NbgraderOverwriteCells
 
 

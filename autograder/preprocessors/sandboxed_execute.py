@@ -1,8 +1,6 @@
 """``SandboxedExecute``: ``GuardedExecute`` with each kernel in the bubblewrap sandbox, autograde's default
 (``autograder.config`` swaps it back for ``--unsandboxed``)."""
 
-from __future__ import annotations
-
 import json
 
 from nbformat.v4 import new_output
