@@ -53,6 +53,5 @@ def guard_standard_streams() -> None:
     """Put this process's standard output and error behind ``CleanStream`` (once): what a command, nbgrader or
     a log handler made after this call prints goes through ``printable``."""
     for name in ("stdout", "stderr"):
-        stream = getattr(sys, name)
-        if stream is not None and not isinstance(stream, CleanStream):
-            setattr(sys, name, CleanStream(stream))
+        if not isinstance(getattr(sys, name), (CleanStream, type(None))):
+            setattr(sys, name, CleanStream(getattr(sys, name)))

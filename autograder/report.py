@@ -3,7 +3,7 @@ what happened while grading (read from the autograded notebook)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import collections
 from pathlib import Path
 
 import nbformat
@@ -12,11 +12,8 @@ from nbgrader.utils import is_grade, is_solution, is_task
 from . import course, gradebook, printable, scan
 
 
-@dataclass(frozen=True)
-class Problem:
-    grade_id: str
-    points: float
-    kind: str  # "test": autograded test cell; "written": manually graded answer; "task": manually graded task
+# kind: "test", an autograded test cell; "written", a manually graded answer; "task", a manually graded task
+Problem = collections.namedtuple("Problem", "grade_id points kind")
 
 
 def problems(assignment: str) -> list[Problem]:

@@ -11,9 +11,11 @@ import functools
 import importlib.util
 import re
 import sys
+import unicodedata
 from pathlib import Path
 
 import nbformat
+from IPython.core.inputtransformer2 import TransformerManager
 
 from . import course
 from .sandbox import KERNEL_MODULES
@@ -107,35 +109,31 @@ def _word(word: str) -> str | None:
 
 def _words(source: str) -> set[tuple[int, str]]:
     """(line, message) for each listed word, use of posenc, magic and shell line in code read as text."""
-    lines = list(enumerate(source.splitlines(), start=1))
-    return {(n, f"{MAGIC} ({text.strip()[0]})") for n, text in lines if re.match(r"\s*[%!]", text)} | {
-        (n, f"{_word(w) or USES_POSENC} ({w})") for n, text in lines for w in re.findall(r"\w+", text)
-        if _word(w) or w == "posenc"}
+    lines = list(enumerate(source.splitlines(), start=1))  # (a magic: one starts a line, or follows options)
+    magics = {(n, f"{MAGIC} ({c.strip()})") for n, text in lines
+              for c in re.findall(r"^\s*[%!]|(?<!\S)[%!](?=\w)", text)}
+    return magics | {(n, f"{_word(w) or USES_POSENC} ({w})") for n, text in lines for w in re.findall(r"\w+", text)
+                     if _word(w) or w == "posenc"}
 
 
 def scan_source(source: str, depth: int = 0) -> list[tuple[int, str]]:
     """(line, message) for each finding in one cell's code as IPython runs it (magics become calls on get_ipython()).
     Never raises: a cell Python cannot parse is read as text, its findings TEXT_ONLY (the kernel cannot run it
     either); but not at ``depth`` 1, the code a magic runs (`%timeit -n1 code` parses as text only)."""
-    from IPython.core.inputtransformer2 import TransformerManager
-
     try:
         code = TransformerManager().transform_cell(source)
     except Exception:  # a cell IPython cannot tokenize: read as plain Python
         code = source
-    # the lines IPython rewrote, where a get_ipython() is IPython's (unless the line had one already)
+    # the lines IPython rewrote, where a get_ipython() is IPython's (unless the line had one already, in any of the
+    # spellings Python reads as that name)
     before = source.splitlines() + [""] * len(code.splitlines())
     rewritten = {n for n, (was, now) in enumerate(zip(before, code.splitlines()), 1)
-                 if was != now and "get_ipython" not in was}
+                 if was != now and "get_ipython" not in unicodedata.normalize("NFKC", was)}
     try:
         return sorted(set(_Cell(ast.parse(code), rewritten, depth).findings()))
-    except SyntaxError as exc:
-        why, line = "does not parse as Python", exc.lineno or 1
-    except (RecursionError, MemoryError, ValueError):
-        why, line = "is nested too deeply (or too large) to parse", 1
-    if depth:
-        return sorted(_words(source))
-    return sorted({(line, f"{why} {TEXT_ONLY}")} | {(n, f"{TEXT_ONLY} {m}") for n, m in _words(source)})
+    except (SyntaxError, RecursionError, MemoryError, ValueError) as exc:  # (too deep or too large, too)
+        found = {(getattr(exc, "lineno", None) or 1, f"does not parse as Python {TEXT_ONLY}")}
+    return sorted(_words(source) if depth else found | {(n, f"{TEXT_ONLY} {m}") for n, m in _words(source)})
 
 
 class _Cell:
@@ -209,8 +207,7 @@ class _Cell:
         if name in BUILTINS and not (name == "get_ipython" and node.lineno in self.rewritten):
             yield f"{BUILTINS[name]} ({name})"
         if name in ("getattr", "setattr", "delattr"):
-            literal = self.is_call_of(node) and len(up.args) >= 2 and isinstance(up.args[1], ast.Constant) \
-                and isinstance(up.args[1].value, str)
+            literal = self.is_call_of(node) and len(up.args) >= 2 and isinstance(getattr(up.args[1], "value", 0), str)
             yield from [f"{COMPUTED} ({name})"] * (not literal)
             yield from self.replaces(up, up.args[0], up.args[1].value) if literal and name != "getattr" else ()
         if (self.module_of(node) in BLOCK_MODULES and isinstance(node.ctx, ast.Load)
@@ -220,9 +217,8 @@ class _Cell:
     def Attribute(self, node):
         if node.attr in ATTRIBUTES and not (node.attr == "modules" and self.is_call_of(node)):  # (torch's .modules())
             yield f"{ATTRIBUTES[node.attr]} ({node.attr})"
-        on_super = isinstance(node.value, ast.Call) and getattr(node.value.func, "id", "") == "super" and \
-            not node.value.args  # (super(A, B).__init__ is any class's, for any object)
-        if _dunder(node.attr) and not (node.attr == "__init__" and on_super):
+        if _dunder(node.attr) and not (node.attr == "__init__" and isinstance(node.value, ast.Call)
+                                       and getattr(node.value.func, "id", "") == "super" and not node.value.args):
             yield f"{INTERNALS} ({node.attr})"
         inner = getattr(node.value, "id", getattr(node.value, "attr", ""))
         if node.attr == "path" and self.imported.get(inner, inner).split(".")[-1] == "sys":

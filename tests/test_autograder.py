@@ -362,6 +362,8 @@ WAYS_AROUND = [
     ("%time exec(text)", S.RUNS),
     ("%timeit -n1 -r1 exec(text)", S.RUNS),
     ("%%capture\nimport gc", S.FRAMES),
+    ("%timeit -n1 -r1 !python copy.py", S.MAGIC),  # (a shell line after %timeit's options: it runs too)
+    (" ip = \uff47\uff45\uff54_\uff49\uff50\uff59\uff54\uff48\uff4f\uff4e()\n x = 1", S.AGENT),  # (NFKC: get_ipython)
     # code the agent runs after the block ends, as it sends the answer
 ]
 
@@ -516,7 +518,7 @@ def test_metadata_problems_name_the_cell(tmp_path, monkeypatch):
                                      "solution": False, "task": False, "schema_version": 3}
     (tmp_path / "x").mkdir()
     nbformat.write(nb, tmp_path / "x" / "x.ipynb")
-    monkeypatch.setattr(course, "SOLUTIONS", tmp_path)
+    monkeypatch.setattr(course, "source_notebook", lambda name: tmp_path / name / f"{name}.ipynb")
     problems = gradebook.metadata_problems("x")
     assert "cell 0 (rubric) is a task cell without points" in problems[0]
     assert len(problems) == 1, "a grade_id used twice is nbgrader's own 'Duplicate grade id' (through last_error)"
