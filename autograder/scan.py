@@ -124,8 +124,7 @@ def scan_source(source: str, depth: int = 0) -> list[tuple[int, str]]:
         code = TransformerManager().transform_cell(source)
     except Exception:  # a cell IPython cannot tokenize: read as plain Python
         code = source
-    # the lines IPython rewrote, where a get_ipython() is IPython's (unless the line had one already, in any of the
-    # spellings Python reads as that name)
+    # the lines IPython rewrote: a get_ipython() there is IPython's, unless the line had one (NFKC, as Python reads)
     before = source.splitlines() + [""] * len(code.splitlines())
     rewritten = {n for n, (was, now) in enumerate(zip(before, code.splitlines()), 1)
                  if was != now and "get_ipython" not in unicodedata.normalize("NFKC", was)}
