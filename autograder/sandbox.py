@@ -21,28 +21,12 @@ from traitlets import Type
 from .course import ROOT
 from .ipc_kernel import IpcKernelManager
 
-INSTALL_HINT = ("install bubblewrap (Debian/Ubuntu: `sudo apt-get install bubblewrap`; Fedora: "
-                "`sudo dnf install bubblewrap`), or grade on a Linux machine that has it")
 UNSANDBOXED_WARNING = (
     "WARNING: --unsandboxed: students' code runs with YOUR privileges while it is graded. A submission can "
     "read the instructor's solutions (solutions/, the gradebook's copy of the source notebooks) and so score "
     "full marks, rewrite or delete every student's grades in the gradebook, read other students' "
     "submissions and your home folder, use the network, and exhaust the machine's memory and processes. "
     "Only grade submissions you trust this way.")
-
-# Run inside the sandbox before ipykernel: limits, then (as root) an unprivileged uid, then exec the kernel.
-_LAUNCHER = r"""
-import json, os, resource, sys
-spec = json.loads(sys.argv[1])
-for name, value in spec["limits"].items():
-    resource.setrlimit(getattr(resource, name), (value, value))
-if spec["uid"] is not None and os.getuid() == 0:
-    os.setgroups([])
-    os.setresgid(spec["uid"], spec["uid"], spec["uid"])
-    os.setresuid(spec["uid"], spec["uid"], spec["uid"])
-os.umask(0o077)
-os.execv(sys.argv[2], sys.argv[2:])
-"""
 
 # Variables passed into the sandbox (everything else is cleared: a grader's tokens stay outside).
 PASS_ENV = ("LANG", "LC_ALL", "LC_CTYPE", "TZ", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
@@ -54,6 +38,16 @@ KERNEL_MODULES = ("__init__", "checks", "agent", "wire")
 PYTHON = str(Path(sys.executable).absolute())  # (the interpreter as started: through its links)
 SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
 
+# Not root: a user namespace lets bwrap mount without privileges, and gives the kernel a process count of its own
+# (RLIMIT_NPROC then counts only the sandbox's processes).
+NAMESPACES = (*([] if os.geteuid() == 0 else ["--unshare-user"]), "--unshare-pid", "--unshare-net", "--unshare-ipc",
+              "--unshare-uts", "--unshare-cgroup-try", "--die-with-parent", "--new-session")
+
+# util-linux's prlimit, per process: 4 GiB of address space, 256 MiB per file; processes and threads at once
+# (torch starts a thread per core).
+LIMITS = ("prlimit", f"--as={4 << 30}", f"--nproc={128 + 2 * (os.cpu_count() or 1)}", f"--fsize={256 << 20}",
+          "--nofile=1024", "--core=0", "--")
+
 # The largest message the grading process takes from a kernel (why: autograder/README.md, grade's step 4); the
 # course's largest honest messages are figures and the grader's values (wire.MAX_BYTES), well below.
 MAX_MESSAGE_BYTES = 40 << 20
@@ -61,57 +55,33 @@ MAX_MESSAGE_BYTES = 40 << 20
 
 def unavailable() -> str | None:
     """Why the sandbox cannot be used on this machine, in words; None when it can."""
-    if not sys.platform.startswith("linux"):
-        return f"the sandbox needs Linux (bubblewrap); this is {sys.platform}"
-    exe = shutil.which("bwrap")
+    exe = shutil.which("bwrap") if sys.platform.startswith("linux") else None
     if exe is None:
-        return "bubblewrap (bwrap) is not installed: " + INSTALL_HINT
-    probe = [exe, *_namespace_args(), "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "true"]
-    try:
-        result = subprocess.run(probe, capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"bwrap could not be run ({exc}): " + INSTALL_HINT
+        return ("bubblewrap (bwrap) is not installed: install it (Debian/Ubuntu: `sudo apt-get install bubblewrap`; "
+                "Fedora: `sudo dnf install bubblewrap`), or grade on a Linux machine that has it")
+    probe = [exe, *NAMESPACES, "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "true"]
+    result = subprocess.run(probe, capture_output=True, text=True, timeout=30)
     if result.returncode:
-        why = result.stderr.strip() or result.returncode
-        return (f"bwrap is installed but cannot create a sandbox here ({why}); unprivileged user namespaces may "
-                "be disabled (sysctl kernel.unprivileged_userns_clone=1, or an AppArmor profile for bwrap on "
-                "Ubuntu 24.04)")
+        return (f"bwrap is installed but cannot create a sandbox here ({result.stderr.strip() or result.returncode});"
+                " unprivileged user namespaces may be disabled (sysctl kernel.unprivileged_userns_clone=1, or an "
+                "AppArmor profile for bwrap on Ubuntu 24.04)")
     return None
 
 
-def _namespace_args() -> list[str]:
-    args = ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
-            "--die-with-parent", "--new-session"]
-    # Not root: a user namespace lets bwrap mount without privileges, and gives the kernel a process count of
-    # its own (RLIMIT_NPROC then counts only the sandbox's processes).
-    return args if os.geteuid() == 0 else ["--unshare-user", *args]
-
-
-def _project_roots() -> list[Path]:
-    """This checkout, and the folder the project was installed from if another (the kernel imports posenc and
-    autograder through an editable install's finder)."""
-    try:
+def _mount_args(writable: list[tuple[Path, Path]]) -> list[str]:
+    """bwrap's file tree on an empty tmpfs: the system folders; read-only and resolved, Python, the virtualenv,
+    posenc, book/data, the kernel's modules; each (source, target) writable; the links on the way to the interpreter
+    and the checkout. Mount points' parents are made by --dir, mode 0755: the kernel's uid can traverse them."""
+    try:  # an editable install of posenc from another folder than this checkout: the kernel imports from there
         origin = json.loads(distribution("posenc").read_text("direct_url.json") or "{}")
-    except (PackageNotFoundError, ValueError, OSError):
+    except (PackageNotFoundError, ValueError):
         origin = {}
     url = origin.get("url", "") if origin.get("dir_info", {}).get("editable") else ""
-    return [ROOT, Path(url.removeprefix("file://"))] if url.startswith("file://") else [ROOT]
-
-
-def _readonly_paths() -> list[Path]:
-    """What the kernel may read besides the system folders, resolved: Python, the virtualenv, posenc, the
-    kernel's modules of autograder, and book/data (the arena's results the chapters read; not the arena's code)."""
+    roots = [ROOT, Path(url.removeprefix("file://"))] if url.startswith("file://") else [ROOT]
     paths = [Path(sys.base_prefix), Path(sys.prefix), Path(sys.executable).resolve().parent.parent]
-    for root in _project_roots():
+    for root in roots:
         paths += [root / "posenc", root / "book" / "data", *(root / "autograder" / f"{m}.py" for m in KERNEL_MODULES)]
-    return [real for real in dict.fromkeys(map(Path, map(os.path.realpath, paths))) if real.exists()]
-
-
-def _mount_args(readonly: list[Path], writable: list[tuple[Path, Path]]) -> list[str]:
-    """bwrap arguments that build the file tree on an empty tmpfs: the system folders, each path read-only,
-    each (source, target) writable, then the symbolic links on the way to the interpreter and the checkout
-    (the mounts are of resolved paths). Each mount point's parent is made with --dir, mode 0755, which the
-    kernel's unprivileged uid can traverse."""
+    readonly = [real for real in dict.fromkeys(map(Path, map(os.path.realpath, paths))) if real.exists()]
     args = []
     for name in SYSTEM:
         args += ["--symlink", os.readlink(name), name] if os.path.islink(name) else ["--ro-bind-try", name, name]
@@ -120,7 +90,7 @@ def _mount_args(readonly: list[Path], writable: list[tuple[Path, Path]]) -> list
     for source, target in writable:
         args += ["--dir", str(target.parent), "--bind", str(source), str(target)]
     bound = [*map(Path, SYSTEM), *readonly, *(target for _, target in writable)]
-    for path in (Path(PYTHON), Path(sys.prefix), *_project_roots()):
+    for path in (Path(PYTHON), Path(sys.prefix), *roots):
         for link in [*reversed(path.parents), path]:  # (a link inside a bound folder or a made link is there)
             if link.is_symlink() and not any(link.is_relative_to(b) for b in bound):
                 args += ["--dir", str(link.parent), "--symlink", os.path.realpath(link), str(link)]
@@ -140,26 +110,17 @@ class LimitedKernelClient(AsyncKernelClient):
 
 class SandboxKernelManager(IpcKernelManager):
     """A jupyter_client kernel manager that starts the kernel inside bubblewrap, its IPC sockets in the
-    sandbox's folder."""
+    sandbox's folder (removed with the kernel, as IpcKernelManager's)."""
 
     client_factory = Type(LimitedKernelClient)
 
-    @property
-    def kernel_spec(self):
-        spec = super().kernel_spec
-        if spec is not None:  # (a new object per manager)
-            # bwrap does not pass SIGINT on to the kernel: interrupt with a message (ipykernel then signals
-            # itself and the processes of its session).
-            spec.interrupt_mode = "message"
-        return spec
-
     def make_sandbox(self, source: Path) -> None:
         """The sandbox's private folder: ipc/ for the sockets, and work/, mounted at ``source``: a copy of it
-        (symlinks as symlinks) without its notebooks, thrown away after. As root, both belong to an otherwise
-        unused uid per kernel: RLIMIT_NPROC does not bind root, and counts per uid."""
-        self._sandbox_dir = Path(tempfile.mkdtemp(prefix="posenc-sandbox-"))
-        os.chmod(self._sandbox_dir, 0o711)
-        ipc, work = self._sandbox_dir / "ipc", self._sandbox_dir / "work"
+        (symlinks as symlinks) without its notebooks. As root, both belong to an otherwise unused uid per
+        kernel: RLIMIT_NPROC does not bind root, and counts per uid."""
+        self._ipc_folder = Path(tempfile.mkdtemp(prefix="posenc-sandbox-"))
+        os.chmod(self._ipc_folder, 0o711)
+        ipc, work = self._ipc_folder / "ipc", self._ipc_folder / "work"
         ipc.mkdir()
         shutil.copytree(source, work, symlinks=True, ignore=shutil.ignore_patterns("*.ipynb", ".ipynb_checkpoints"))
         self._sandbox_cwd = source
@@ -170,53 +131,40 @@ class SandboxKernelManager(IpcKernelManager):
 
     async def _async_start_kernel(self, **kw):
         self.make_sandbox(Path(kw.get("cwd") or os.getcwd()).resolve())
-        self.connection_file = str(self._sandbox_dir / "ipc" / "kernel.json")
-        self.ip = str(self._sandbox_dir / "ipc" / "k")
-        # Not the grading process's stdout and stderr: a sandbox that outlives a killed grading worker would
-        # hold them open, and whoever reads the grader's output would wait for ever.
-        kw.setdefault("stdout", subprocess.DEVNULL)
-        kw.setdefault("stderr", subprocess.DEVNULL)
-        await super()._async_start_kernel(**kw)
+        self.kernel_spec.interrupt_mode = "message"  # (bwrap passes no SIGINT on; a new KernelSpec per manager)
+        self.connection_file = str(self._ipc_folder / "ipc" / "kernel.json")
+        self.ip = str(self._ipc_folder / "ipc" / "k")
+        # Not the grading process's stdout and stderr: a sandbox that outlives a killed grading worker would hold
+        # them open, and whoever reads the grader's output would wait for ever. bwrap, prlimit, setpriv keep umask.
+        await super()._async_start_kernel(**{"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL,
+                                             "umask": 0o077, **kw})
 
     start_kernel = _async_start_kernel
 
     def write_connection_file(self, **kwargs):
         super().write_connection_file(**kwargs)
-        if getattr(self, "_sandbox_uid", None) is not None and os.path.exists(self.connection_file):
+        if self._sandbox_uid is not None:
             os.chown(self.connection_file, self._sandbox_uid, self._sandbox_uid)
 
     def format_kernel_cmd(self, extra_arguments=None):
         return self.sandbox_argv(super().format_kernel_cmd(extra_arguments))
 
     def sandbox_argv(self, cmd: list[str]) -> list[str]:
-        """bwrap's command line that runs cmd (the kernel) in the sandbox."""
-        args = [shutil.which("bwrap"), *_namespace_args(), "--clearenv", "--hostname", "sandbox", "--tmpfs", "/",
+        """bwrap's command line that runs cmd (the kernel) in the sandbox: rlimits, then as root the unused uid."""
+        args = [shutil.which("bwrap"), *NAMESPACES, "--clearenv", "--hostname", "sandbox", "--tmpfs", "/",
                 "--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", str(256 << 20), "--tmpfs", "/tmp"]
-        ipc = self._sandbox_dir / "ipc"
-        args += _mount_args(_readonly_paths(), [(ipc, ipc), (self._sandbox_dir / "work", self._sandbox_cwd)])
-        args += ["--chdir", str(self._sandbox_cwd)]
+        ipc = self._ipc_folder / "ipc"
+        args += [*_mount_args([(ipc, ipc), (self._ipc_folder / "work", self._sandbox_cwd)]), "--chdir",
+                 str(self._sandbox_cwd)]
         env = {k: os.environ[k] for k in PASS_ENV if k in os.environ}
         env.update(HOME="/tmp", PATH=f"{Path(sys.executable).parent}:/usr/bin:/bin", PYTHONDONTWRITEBYTECODE="1",
                    JPY_PARENT_PID="1")  # 1: no parent poller, no banner
         for key, value in env.items():
             args += ["--setenv", key, value]
-        args += ["--remount-ro", "/"]  # (the tmpfs the mount points were made in)
-        # Per process: 4 GiB of address space, 256 MiB per file; processes and threads at once (torch starts
-        # a thread per core).
-        limits = {"RLIMIT_AS": 4 << 30, "RLIMIT_NPROC": 128 + 2 * (os.cpu_count() or 1), "RLIMIT_FSIZE": 256 << 20,
-                  "RLIMIT_NOFILE": 1024, "RLIMIT_CORE": 0}
-        return [*args, "--", PYTHON, "-I", "-c", _LAUNCHER, json.dumps({"uid": self._sandbox_uid, "limits": limits}),
-                *cmd]
-
-    async def _async_cleanup_resources(self, restart: bool = False) -> None:
-        try:
-            await super()._async_cleanup_resources(restart=restart)
-        finally:
-            if getattr(self, "_sandbox_dir", None) is not None and not restart:
-                shutil.rmtree(self._sandbox_dir, ignore_errors=True)
-                self._sandbox_dir = None
-
-    cleanup_resources = _async_cleanup_resources
+        args += ["--remount-ro", "/", "--", *LIMITS]  # (--remount-ro: the tmpfs the mount points were made in)
+        uid = self._sandbox_uid
+        drop = [] if uid is None else ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--"]
+        return [*args, *drop, *cmd]
 
 
 PREFLIGHT = "import ipykernel, numpy, posenc, autograder.agent, autograder.checks"
@@ -230,13 +178,12 @@ def preflight(timeout: float = 120) -> str | None:
         manager.make_sandbox(Path(empty))
         try:
             done = subprocess.run(manager.sandbox_argv([PYTHON, "-c", PREFLIGHT]), capture_output=True, text=True,
-                                  timeout=timeout)
+                                  timeout=timeout, umask=0o077)
         except (OSError, subprocess.TimeoutExpired) as exc:
             return f"the sandboxed interpreter did not start ({exc})"
         finally:
-            shutil.rmtree(manager._sandbox_dir, ignore_errors=True)
+            shutil.rmtree(manager._ipc_folder, ignore_errors=True)
     if done.returncode:
-        lines = [line.strip() for line in done.stderr.splitlines() if line.strip()]
-        return (f"a kernel cannot start in the sandbox: {lines[-1] if lines else f'exit status {done.returncode}'}"
-                f" (interpreter {PYTHON}, virtualenv {sys.prefix})")
+        why = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1].strip()
+        return f"a kernel cannot start in the sandbox: {why} (interpreter {PYTHON}, virtualenv {sys.prefix})"
     return None
