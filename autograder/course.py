@@ -7,14 +7,14 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
+
+import nbformat
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = ROOT / "solutions"
 LESSONS = ROOT / "lessons"
-# What a chapter's front matter keeps of the notebook's metadata (not jupytext's version: a new one would change
-# every chapter).
-METADATA_FILTER = "kernelspec,language_info,-jupytext.text_representation.jupytext_version"
 
 
 def source_markdown(assignment: str) -> Path:
@@ -37,24 +37,6 @@ def from_markdown(text: str):
     return nb
 
 
-def to_markdown(nb) -> str:
-    """A notebook as a chapter's MyST markdown, outputs left out: the inverse of ``from_markdown``."""
-    import copy
-
-    import jupytext
-
-    nb = copy.deepcopy(nb)
-    for cell in nb.cells:
-        cell.metadata = {"id": cell.pop("id"), **cell.metadata}
-        cell.pop("outputs", None)
-        if cell.cell_type == "code":
-            cell["outputs"], cell["execution_count"] = [], None
-    nb.metadata.pop("posenc", None)  # the generated notebook's marker (``source_notebook``)
-    nb.metadata["jupytext"] = {"notebook_metadata_filter": METADATA_FILTER,
-                               "text_representation": {"extension": ".md", "format_name": "myst"}}
-    return jupytext.writes(nb, fmt="md:myst")
-
-
 def read_source(assignment: str):
     """A chapter's source as a notebook (nbformat), read from its markdown."""
     return from_markdown(source_markdown(assignment).read_text(encoding="utf-8"))
@@ -63,12 +45,7 @@ def read_source(assignment: str):
 def source_notebook(assignment: str) -> Path:
     """solutions/<ch>/<ch>.ipynb, nbgrader's source notebook, written again from the chapter's markdown (whole, with
     the markdown's permissions: the hub's instructor reads solutions/ through a group) whenever it differs."""
-    import nbformat
-
-    path = SOLUTIONS / assignment / f"{assignment}.ipynb"
-    markdown = source_markdown(assignment)
-    if not markdown.is_file():
-        return path
+    path, markdown = SOLUTIONS / assignment / f"{assignment}.ipynb", source_markdown(assignment)
     nb = read_source(assignment)
     nb.metadata["posenc"] = {
         "generated_from": markdown.relative_to(ROOT).as_posix(),
@@ -78,8 +55,6 @@ def source_notebook(assignment: str) -> Path:
     text = nbformat.writes(nb) + "\n"
     readable = markdown.stat().st_mode & 0o444
     if not path.is_file() or path.stat().st_mode & readable != readable or path.read_text(encoding="utf-8") != text:
-        import tempfile
-
         # (two processes, a test worker and make, may write it at once)
         with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, prefix=".", encoding="utf-8") as tmp:
             tmp.write(text)
@@ -114,8 +89,7 @@ def assignments() -> list[str]:
     return sorted(p.name for p in SOLUTIONS.iterdir() if source_markdown(p.name).is_file())
 
 
-def nbgrader(*args: str, env: dict | None = None, check: bool = True) -> subprocess.CompletedProcess:
+def nbgrader(*args: str, check: bool = True) -> subprocess.CompletedProcess:
     """Run the nbgrader of this environment from the repository root, where it finds the course config."""
-    exe = Path(sys.executable).with_name("nbgrader")
-    return subprocess.run([str(exe), *args], cwd=ROOT, env={**os.environ, **(env or {})}, check=check,
+    return subprocess.run([str(Path(sys.executable).with_name("nbgrader")), *args], cwd=ROOT, check=check,
                           capture_output=True, text=True)

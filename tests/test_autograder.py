@@ -518,7 +518,7 @@ def test_metadata_problems_name_the_cell(tmp_path, monkeypatch):
                                      "solution": False, "task": False, "schema_version": 3}
     (tmp_path / "x").mkdir()
     nbformat.write(nb, tmp_path / "x" / "x.ipynb")
-    monkeypatch.setattr(course, "SOLUTIONS", tmp_path)
+    monkeypatch.setattr(course, "source_notebook", lambda name: tmp_path / name / f"{name}.ipynb")
     problems = gradebook.metadata_problems("x")
     assert "cell 0 (rubric) is a task cell without points" in problems[0]
     assert len(problems) == 1, "a grade_id used twice is nbgrader's own 'Duplicate grade id' (through last_error)"
