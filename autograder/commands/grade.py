@@ -17,7 +17,9 @@ def grade(folder, jobs: int = 1, assignments=None, out=print, unsandboxed: bool 
         return 2
     try:
         submissions.max_folder_bytes()
-    except ValueError as exc:
+        cfg = config.load_config(sandboxed=not unsandboxed)
+        gradebook.check(cfg)
+    except (ValueError, gradebook.Unavailable) as exc:
         out(f"ERROR nobody was graded: {exc}")
         return 2
     found, errors = submissions.find_submissions(Path(folder), assignments)
@@ -26,12 +28,6 @@ def grade(folder, jobs: int = 1, assignments=None, out=print, unsandboxed: bool 
     if not found:
         out("no gradable submissions found")
         return 1
-    cfg = config.load_config(sandboxed=not unsandboxed)
-    try:
-        gradebook.check(cfg)
-    except gradebook.Unavailable as exc:
-        out(f"ERROR nobody was graded: {exc}")
-        return 2
     try:
         with gradebook.session():
             return _grade(found, errors, cfg, jobs, out)
@@ -49,7 +45,6 @@ def _grade(found, errors: list, cfg, jobs, out) -> int:
     for message in failures.values():
         error(message)
     found = [s for s in found if s.assignment not in failures]
-    names = sorted({s.assignment for s in found})
     gradebook.register_students([s.student for s in found], cfg)
     copied = []
     for sub in found:
@@ -61,6 +56,7 @@ def _grade(found, errors: list, cfg, jobs, out) -> int:
                   f"({type(exc).__name__}: {str(exc)[:200]})")
     if not copied:
         return 1
+    names = sorted({s.assignment for s in copied})
     out(f"autograding {len(copied)} submissions of {len(names)} assignments with {jobs} job(s) "
         f"into {course.course_dir()}")
     start = time.perf_counter()
