@@ -103,9 +103,8 @@ class _Refuse(importlib.abc.MetaPathFinder):
 
 
 def _lookup(path: str, refuse: _Refuse) -> object:
-    """The object a dotted path names, walked from its top module, an imported module first where a name is both
-    (posenc.attention is a module and a function of posenc); or None when the path goes through a module nobody
-    has imported yet, whose import ``refuse`` then refuses."""
+    """The object a dotted path names, an imported module first where a name is both (posenc.attention is a module
+    and a function of posenc); None for a path through a module not imported yet, whose import ``refuse`` refuses."""
     parts = path.split(".")
     found = importlib.import_module(parts[0])
     for end in range(2, len(parts) + 1):
@@ -121,10 +120,9 @@ def _lookup(path: str, refuse: _Refuse) -> object:
 
 @contextlib.contextmanager
 def blocked(*references):
-    """Make posenc functions, classes or whole modules (or dotted paths to them) raise while the block runs,
-    where the student's code runs. The code of each function object is swapped, so every name it was imported
-    under is caught; restored on exit. A reference in a module not imported yet (a torch module posenc loads on
-    first use) is not imported to be blocked: importing its module is refused while the block runs."""
+    """Make posenc functions, classes or whole modules (or dotted paths to them) raise while the block runs, by
+    swapping each function's code (every name it was imported under is caught; restored on exit). A reference in
+    a module not imported yet (a torch module posenc loads on first use) is not imported: its import is refused."""
     targets, refuse = {}, _Refuse({})
     for ref in references:
         if isinstance(ref, str):
@@ -170,16 +168,15 @@ class Grading:
     blocked: list = dataclasses.field(default_factory=list)
 
 
+@dataclasses.dataclass(eq=False)  # (hashable: its bound methods are the notebook's helpers)
 class Checks:
     """The helpers a test cell reads as ``checks``: in the notebook, the module's own (``grading`` None: the
     student's code called directly); while autograding, one bound to the grader's ``Grading`` context."""
 
+    grading: Grading | None = None
     FLOAT32 = FLOAT32
     close, equal, rounded32 = staticmethod(close), staticmethod(equal), staticmethod(rounded32)
     warnings_on_stdout = staticmethod(warnings_on_stdout)
-
-    def __init__(self, grading: Grading | None = None):
-        self.grading = grading
 
     def rng(self, seed):
         """The random generator of a test's cases: seeded with ``seed`` alone in the notebook and the visible
