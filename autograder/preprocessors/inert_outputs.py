@@ -12,6 +12,7 @@ from nbformat.v4 import new_output
 from nbgrader.preprocessors import NbGraderPreprocessor
 
 NOTE = "[{what} removed by the grader: students' HTML and scripts are not shown]"
+CUT = "\n... Output truncated (more than {} characters) ..."
 MARKDOWN_NOTE = ("*The grader shows this cell as plain text: it held something that could run in the grader's "
                  "browser (HTML, a script link) or that does not render (a missing attachment).*")
 
@@ -27,9 +28,9 @@ def _text(value, max_chars: float = float("inf")) -> str | None:
     """A string or nbformat's list of strings as one string, cut to ``max_chars`` with a note; else None."""
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         value = "".join(value)
-    if not isinstance(value, str) or len(value) <= max_chars:
-        return value if isinstance(value, str) else None
-    return value[:max_chars] + f"\n... Output truncated (more than {max_chars} characters) ..."
+    if not isinstance(value, str):
+        return None
+    return value if len(value) <= max_chars else value[:max_chars] + CUT.format(max_chars)
 
 
 def valid_image(value, mime: str, max_bytes: int = MAX_IMAGE_BYTES, kinds=OUTPUT_IMAGES) -> str | None:
