@@ -6,9 +6,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import nbgrader
+import nbgrader.utils
 from nbconvert.exporters import HTMLExporter
-from nbgrader import utils
 from nbgrader.api import Gradebook
 from nbgrader.preprocessors import NbGraderPreprocessor
 
@@ -25,21 +24,20 @@ class AwaitingGrades(NbGraderPreprocessor):
         meta = resources["nbgrader"]
         meta["awaiting"] = 0
         with Gradebook(meta["db_url"]) as gb:
-            for cell in (cell for cell in nb.cells if utils.is_grade(cell) or utils.is_task(cell)):
+            for cell in (cell for cell in nb.cells if nbgrader.utils.is_grade(cell) or nbgrader.utils.is_task(cell)):
                 grade = gb.find_grade(cell.metadata.nbgrader["grade_id"], meta["notebook"], meta["assignment"],
                                       meta["student"])
-                waiting = grade.auto_score is None and grade.manual_score is None
-                cell.metadata.nbgrader["awaiting_grade"] = waiting
-                meta["awaiting"] += waiting
+                cell.metadata.nbgrader["awaiting_grade"] = grade.auto_score is None and grade.manual_score is None
+                meta["awaiting"] += cell.metadata.nbgrader["awaiting_grade"]
         return nb, resources
 
 
 class FeedbackExporter(HTMLExporter):
-    """nbgrader's feedback exporter with the course's template and ``AwaitingGrades``."""
+    """nbgrader's feedback exporter with ``AwaitingGrades`` and the course's template, which extends nbgrader's
+    feedback template by its path (that one inlines bootstrap.min.css)."""
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
-        # The course's template extends nbgrader's feedback template by its path, which inlines bootstrap.min.css.
         self.extra_template_basedirs = [str(TEMPLATES), NBGRADER_TEMPLATES, *self.extra_template_basedirs]
         self.extra_template_paths = [*self.extra_template_paths, NBGRADER_TEMPLATES, BOOTSTRAP_CSS]
         self.template_name = "posenc_feedback"  # (not through HTMLExporter's settings: formgrader shares them)

@@ -1,6 +1,5 @@
 """The gradebook: nbgrader's database (SQLite, or the PostgreSQL server ``POSENC_DB_URL`` names) through its API,
-unpatched; what the commands put in (assignments, students) and read back (scores). autograder/README.md, "The
-gradebook on a PostgreSQL server", says how it is opened and what a server that does not answer costs."""
+unpatched: assignments and students in, scores out (autograder/README.md, "The gradebook on a PostgreSQL server")."""
 
 from __future__ import annotations
 
@@ -11,6 +10,7 @@ import os
 import re
 import sys
 import warnings
+from collections import namedtuple
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,9 +25,7 @@ from . import course
 SQLITE_WAIT = 600  # seconds a worker waits for another's write to the gradebook (SQLite's default: 5)
 CONNECT_TIMEOUT = 10  # seconds to reach a database server before saying it does not answer
 ENV = "POSENC_DB_URL"  # the environment variable that names the gradebook (autograder/nbgrader_config.py)
-ALLOWED = ("sqlite:///PATH (the default: gradebook.db in the course folder) or postgresql+psycopg2://USER:PASSWORD"
-           "@HOST:PORT/DATABASE (psycopg2 is the one PostgreSQL driver installed)")
-# What waiting_url adds to a URL's query, by database: SQLAlchemy passes it to the driver (sqlite3.connect, libpq)
+ALLOWED = "sqlite:///PATH or postgresql+psycopg2://USER:PASSWORD@HOST:PORT/DATABASE (the driver psycopg2)"
 WAITS = {"sqlite": {"timeout": str(SQLITE_WAIT)}, "postgresql": {"connect_timeout": str(CONNECT_TIMEOUT)}}
 
 
@@ -40,9 +38,8 @@ def _parsed(url):
 
 
 def waiting_url(url) -> str:
-    """``url`` with SQLite connections that wait SQLITE_WAIT seconds for another worker's lock instead of failing
-    with "database is locked", and PostgreSQL connections that give up after CONNECT_TIMEOUT seconds (``WAITS``);
-    a value the URL sets already is kept, and a URL that does not parse is returned as it is."""
+    """``url`` with ``WAITS`` (SQLite waits SQLITE_WAIT s for another worker's lock, PostgreSQL gives up connecting
+    after CONNECT_TIMEOUT s), the URL's own values kept; a URL that does not parse is returned as it is."""
     parsed = _parsed(url)
     if parsed is None:
         return str(url)
@@ -51,8 +48,7 @@ def waiting_url(url) -> str:
 
 
 def find_alembic() -> None:
-    """Put this environment's bin/ first on PATH (for this process and those it starts) when it is not there:
-    nbgrader creates a gradebook by running its ``alembic`` program by name."""
+    """Put this environment's bin/ on PATH, where nbgrader finds the ``alembic`` it runs to make a gradebook."""
     path, here = os.environ.get("PATH", ""), str(Path(sys.executable).parent)
     if here not in path.split(os.pathsep):
         os.environ["PATH"] = here + os.pathsep + path if path else here
@@ -63,12 +59,12 @@ class Unavailable(Exception):
 
 
 def shown(url) -> str:
-    """The database URL as the course set it (without what ``waiting_url`` adds), its password replaced by ***."""
+    """The database URL for messages: its password replaced by ***, without the parameters of ``WAITS``."""
     parsed = _parsed(url)
     if parsed is None:
         return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", str(url))
-    ours = [key for key, value in WAITS.get(parsed.get_backend_name(), {}).items() if parsed.query.get(key) == value]
-    return parsed.difference_update_query(ours).render_as_string(hide_password=True)
+    waits = WAITS.get(parsed.get_backend_name(), {})
+    return parsed.difference_update_query(waits).render_as_string(hide_password=True)
 
 
 def _setting(url) -> str:
@@ -137,8 +133,7 @@ def opened(cfg):
 def api(cfg) -> NbGraderAPI:
     """nbgrader's API on the course (call its methods inside a ``session``), on the gradebook's ``waiting_url``:
     nbgrader's steps open the gradebook at the URL of the API's coursedir."""
-    coursedir = CourseDirectory(config=cfg)
-    coursedir.db_url = waiting_url(coursedir.db_url)
+    coursedir = CourseDirectory(config=cfg, db_url=waiting_url(cfg.CourseDirectory.db_url))
     return NbGraderAPI(coursedir=coursedir, config=cfg)
 
 
@@ -146,8 +141,7 @@ def last_error(result: dict) -> str:
     """nbgrader's [ERROR] lines and the exception that caused them (the last line of each traceback it logged), or
     the last line of the result's error when its log has none."""
     log = result.get("log") or ""
-    lines = [line for line in log.splitlines()
-             if line.startswith("[ERROR]") and not line.startswith(("[ERROR] Traceback", "[ERROR] Please see"))]
+    lines = re.findall(r"^\[ERROR\] (?!Traceback|Please see).*", log, re.M)
     causes = re.findall(r"^\[ERROR\] Traceback.*(?:\n[ \t].*)*\n[ \t]+(\S.*)", log, re.M)
     if not lines and not causes:
         return ((result.get("error") or "").strip().splitlines() or ["(no message)"])[-1]
@@ -165,9 +159,8 @@ def metadata_problems(assignment: str) -> list[str]:
 
 
 def sync_assignments(names, cfg) -> dict[str, str]:
-    """Make sure the gradebook holds each assignment as its source notebook is now (nbgrader generate_assignment,
-    run again only when the source changed since the last time). Returns an error message per assignment that
-    could not be put in the gradebook; the others are unaffected."""
+    """Put each assignment in the gradebook as its source notebook is now (nbgrader generate_assignment, run again
+    only when the source changed since); returns an error message per assignment that could not be put in."""
     failures = {}
     stamp_file = course.course_dir() / "source_versions.json"
     stamps = json.loads(stamp_file.read_text()) if stamp_file.exists() else {}
@@ -192,20 +185,15 @@ def sync_assignments(names, cfg) -> dict[str, str]:
 
 
 def register_students(ids, cfg) -> None:
-    """Add the students to the gradebook before any autograde runs, and the "default_course" row nbgrader's grading
-    steps add the first time (they open it without a course id), so that parallel workers only update rows (two
-    workers inserting the same new row would collide)."""
+    """Add the students and the "default_course" row (nbgrader's grading steps open the gradebook without a course
+    id) before any autograde runs: parallel workers then only update rows (two inserting one would collide)."""
     with opened(cfg) as gb:
         for student in sorted(set(ids)):
             gb.update_or_create_student(student)
         gb.check_course()
 
 
-@dataclass
-class Score:
-    score: float
-    needs_manual_grade: bool
-    manual_score: float | None
+Score = namedtuple("Score", "score needs_manual_grade manual_score")
 
 
 @dataclass
@@ -222,10 +210,8 @@ class Result:
 
 def read_scores(assignments, cfg) -> dict[tuple[str, str], Result]:
     """Every submission's per-problem scores in the gradebook, keyed by (student, assignment)."""
-    out = {}
     with opened(cfg) as gb:
-        for sub in (sub for a in gb.assignments if a.name in assignments for sub in a.submissions):
-            out[(sub.student.id, sub.assignment.name)] = Result(sub.student.id, sub.assignment.name, {
-                g.name: Score(float(g.score), bool(g.needs_manual_grade), g.manual_score)
-                for nb in sub.notebooks for g in nb.grades})
-    return out
+        return {(sub.student.id, a.name): Result(sub.student.id, a.name, {
+                    g.name: Score(float(g.score), bool(g.needs_manual_grade), g.manual_score)
+                    for nb in sub.notebooks for g in nb.grades})
+                for a in gb.assignments if a.name in assignments for sub in a.submissions}

@@ -12,8 +12,7 @@ from .. import course
 
 def release(names: list[str] | None = None, release_dir: Path | None = None) -> list[Path]:
     """Generate the student notebooks of ``names`` (default: every chapter) into lessons/ or ``release_dir`` with
-    nbgrader's generate_assignment, each saying in its metadata (``metadata.posenc``, which nbgrader and the
-    students' copies keep) that it is generated and from which source. Returns the lesson paths written."""
+    nbgrader's generate_assignment, ``metadata.posenc`` saying from which source; returns the lesson paths."""
     written = []
     for name in names or course.assignments():
         course.source_notebook(name)  # the notebook nbgrader reads, as the chapter's markdown says now

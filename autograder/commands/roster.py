@@ -20,9 +20,8 @@ def read(path: str | os.PathLike) -> list[str]:
     """The student ids of a roster, in its order; raises ValueError, naming the line, on a bad one."""
     with open(path, newline="") as handle:
         rows = csv.DictReader(handle)
-        if rows.fieldnames is None or "id" not in rows.fieldnames:
-            raise ValueError(f"{path}: the first line must be a header with an 'id' column "
-                             "(id,first_name,last_name,email)")
+        if "id" not in (rows.fieldnames or []):
+            raise ValueError(f"{path}: the first line must be a header with an 'id' column (nbgrader's student CSV)")
         ids = [(row.get("id") or "").strip() for row in rows]
     for number, student in enumerate(ids, start=2):
         if not USER_NAME.fullmatch(student):
