@@ -417,7 +417,7 @@ def test_a_patch_of_numpy_is_no_finding_and_one_of_posenc_is(kind):
 
 def test_the_names_the_block_looks_up_are_posencs_and_the_agents():
     names = scan.block_names()
-    assert {"softmax", "LearnedPositionalEmbedding", "forward", "blocked", "handle", "loads"} <= names
+    assert {"softmax", "LearnedPositionalEmbedding", "forward", "blocked", "reply", "loads"} <= names
     assert not {"table", "max_len"} & names  # (what the model solutions' modules store on self)
 
 
