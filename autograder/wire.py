@@ -47,6 +47,7 @@ class Unsupported:
 
 def _array(arr, tag: str) -> dict:
     arr = np.array(arr, order="C", copy=True)  # (ascontiguousarray would turn a 0-d array into 1-d)
+    arr = arr.astype(arr.dtype.newbyteorder("="), copy=False)  # (the bytes are read back in native order)
     return {"$": tag, "dtype": arr.dtype.name, "shape": list(arr.shape),
             "data": base64.b64encode(arr.tobytes()).decode("ascii")}
 

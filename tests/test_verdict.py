@@ -59,6 +59,13 @@ def test_wire_round_trip_keeps_value_and_type(value):
         assert back == value
 
 
+def test_wire_reads_back_an_array_of_either_byte_order_by_its_values():
+    for value in (np.arange(5, dtype=">f8") / 3, np.array(7, dtype=">i4"), np.arange(4, dtype="<u2")):
+        back = wire.loads(wire.dumps(value))
+        np.testing.assert_array_equal(back, value)
+        assert back.dtype == value.dtype.newbyteorder("=") and back.shape == value.shape
+
+
 @pytest.mark.parametrize("value", [
     {"a": [1.0, 2, None, True, "x"], "b": {"c": []}}, [[0.5] * 3] * 2, {"k": {"nested": {"deeper": [float("inf")]}}}])
 def test_plain_json_values_come_back_equal(value):
