@@ -21,19 +21,15 @@ from .submissions import Refused, Tree
 TIMESTAMP = "timestamp.txt"  # written by nbgrader's submit beside the notebooks; collect writes its own instead
 
 
-def read_submission(path, limit: int, owner: int | None, ignore: list[str], dest=None) -> Tree:
-    """``submissions.Tree`` by the exchange's rules: a link anywhere refused, ``limit`` nbgrader's
-    ``CourseDirectory.max_dir_size``, the student's timestamp.txt neither read nor copied."""
-    return Tree(limit, "CourseDirectory.max_dir_size", owner, [*ignore, TIMESTAMP]).read(path, dest)
+def read_submission(path, max_dir_size: int, owner: int | None, ignore: list[str], dest=None) -> Tree:
+    """``submissions.Tree`` by the exchange's rules: a link anywhere refused, at most nbgrader's
+    ``CourseDirectory.max_dir_size`` (kilobytes of 1000 bytes), the student's timestamp.txt neither read nor copied."""
+    return Tree(1000 * max_dir_size, "CourseDirectory.max_dir_size", owner, [*ignore, TIMESTAMP]).read(path, dest)
 
 
 def server_time(tree) -> str:
     """nbgrader's timestamp text (UTC) for the latest status change the file system recorded."""
     return datetime.datetime.fromtimestamp(tree.ctime, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f %Z")
-
-
-def _limit(coursedir) -> int:
-    return 1000 * coursedir.max_dir_size  # nbgrader's unit: kilobytes of 1000 bytes
 
 
 class CollectFromOwner(ExchangeCollect):
@@ -57,7 +53,7 @@ class CollectFromOwner(ExchangeCollect):
             claimed = name.rsplit("+", 3)[0]
             try:
                 uid = pwd.getpwnam(claimed).pw_uid
-                ctime = read_submission(path, _limit(self.coursedir), uid, self.coursedir.ignore).ctime
+                ctime = read_submission(path, self.coursedir.max_dir_size, uid, self.coursedir.ignore).ctime
             except KeyError:
                 self._refuse(name, claimed, f"no user {claimed!r} on this machine")
             except OSError as why:
@@ -100,7 +96,8 @@ class CollectFromOwner(ExchangeCollect):
         os.makedirs(os.path.dirname(dest), exist_ok=True)
         with tempfile.TemporaryDirectory(prefix=".incoming-", dir=os.path.dirname(dest)) as incoming:
             copy = os.path.join(incoming, "copy")
-            tree = read_submission(record["path"], _limit(self.coursedir), record["uid"], self.coursedir.ignore, copy)
+            tree = read_submission(record["path"], self.coursedir.max_dir_size, record["uid"], self.coursedir.ignore,
+                                   copy)
             with open(os.path.join(copy, TIMESTAMP), "w") as out:
                 out.write(server_time(tree))
             self.log.info("%s submission: %s %s", "Updating" if os.path.isdir(dest) else "Collecting", student,
@@ -131,7 +128,7 @@ class SubmitChecked(ExchangeSubmit):
     def do_copy(self, src, dest, log=None):
         try:
             for target in (None, dest):  # checked whole before anything is written
-                read_submission(src, _limit(self.coursedir), None, self.coursedir.ignore, target)
+                read_submission(src, self.coursedir.max_dir_size, None, self.coursedir.ignore, target)
         except Refused as why:
             shutil.rmtree(dest, ignore_errors=True)
             self.fail(f"Not submitted: {why}")

@@ -1,7 +1,6 @@
-"""Handed-in notebooks: finding them in the folder given to `grade` (``<student_id>/<chapter>/<chapter>.ipynb``,
-an LMS export or ``nbgrader collect``, unzipped), refusing what nbgrader must not read with one line per student,
-and copying the readable ones into nbgrader's ``submitted`` folder; the walk that checks and copies a folder
-(``Tree``) is the hub's exchange's too."""
+"""Handed-in notebooks: found in the folder given to `grade`, refused with one line per student when nbgrader must
+not read them, copied into nbgrader's ``submitted`` folder; ``Tree``, the walk that checks and copies, is the
+exchange's too."""
 
 from __future__ import annotations
 
@@ -36,10 +35,9 @@ LEFT_BEHIND = [".*", "__pycache__"]
 def max_folder_bytes() -> int:
     """The largest chapter folder graded, in bytes: $POSENC_MAX_SUBMISSION_MB MiB, else DEFAULT_MAX_FOLDER_MB."""
     text = os.environ.get("POSENC_MAX_SUBMISSION_MB") or str(DEFAULT_MAX_FOLDER_MB)
-    megabytes = float(text) if re.fullmatch(r"[0-9]+(\.[0-9]*)?|\.[0-9]+", text) else 0
-    if not megabytes > 0:
+    if not (re.fullmatch(r"[0-9]+(\.[0-9]*)?|\.[0-9]+", text) and float(text) > 0):
         raise ValueError(f"POSENC_MAX_SUBMISSION_MB must be a positive number of MiB, got {text!r}")
-    return int(megabytes * 2**20)
+    return int(float(text) * 2**20)
 
 
 class Refused(OSError):
@@ -155,8 +153,7 @@ def notebook_problem(path: Path) -> str | None:
         return f"cannot read {path.name}: {exc.strerror or exc}"
     except UnicodeDecodeError as exc:
         return f"cannot read {path.name}: it is not UTF-8 text ({exc.reason} at byte {exc.start})"
-    size = max(size, len(data))
-    if size > MAX_NOTEBOOK_BYTES:
+    if (size := max(size, len(data))) > MAX_NOTEBOOK_BYTES:
         return (f"{path.name} is {size / 2**20:.0f} MiB, over the {MAX_NOTEBOOK_BYTES / 2**20:g} MiB a notebook may "
                 "be (clear its outputs and hand it in again)")
     try:
@@ -237,19 +234,17 @@ def find_submissions(folder: Path, assignments: list[str] | None = None) -> tupl
 def _problem(student: str, chapter_dir: Path, known: list[str]) -> str | None:
     """The line refusing one chapter folder; None if it is graded, "" for a stray file beside the chapter folders."""
     name = chapter_dir.name
+    notebook = chapter_dir / f"{name}.ipynb"
     problem = _linked(student, f"{student}/{name}", chapter_dir)
+    problem = problem or _linked(student, f"{student}/{name}/{name}.ipynb", notebook)
     if problem or not chapter_dir.is_dir():
         return problem or ""
-        return ""
     if name not in known:
         return f"{student}: {_shown(name)} is not an assignment of this course (known: {', '.join(known)})"
-    notebook = chapter_dir / f"{name}.ipynb"
-    if not notebook.is_file() and not notebook.is_symlink():
+    if not notebook.is_file():
         others = sorted(_shown(p.name) for p in chapter_dir.glob("*.ipynb"))
         hint = f"; found {', '.join(others)}: rename it to {name}.ipynb" if others else ""
         return f"{student}: not graded: {name}/{name}.ipynb is missing{hint}"
-    if notebook.is_symlink():
-        return f"{student}: {name} not graded: {name}.ipynb is a symbolic link (hand in the notebook itself)"
     try:
         _read_chapter(chapter_dir)
         problem = notebook_problem(notebook) or metadata_tampering(notebook, name)

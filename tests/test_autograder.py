@@ -162,7 +162,7 @@ def test_find_submissions_reports_each_problem_by_student(tmp_path):
     assert f"renamed: not graded: {name}/{name}.ipynb is missing; found Copy of lesson.ipynb" in text
     assert "who: 99_nonsense is not an assignment of this course" in text
     assert "bad id!: not graded: a student id must be" in text
-    assert f"linker: {name} not graded: {name}.ipynb is a symbolic link" in text
+    assert f"linker: not graded: the file linker/{name}/{name}.ipynb is a symbolic link" in text
     assert len(errors) == 6
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from autograder.exchange import Refused, read_submission, server_time
 
-LIMIT = 10_000
+LIMIT = 10  # kilobytes, as nbgrader's CourseDirectory.max_dir_size
 
 
 def submission(tmp_path):
@@ -34,8 +34,8 @@ def test_a_plain_submission_is_copied_without_its_timestamp(tmp_path):
 @pytest.mark.parametrize("make, reason", [
     (lambda f: (f / "sub" / "link").symlink_to("/etc/passwd"), "symbolic link"),
     (lambda f: os.mkfifo(f / "sub" / "pipe"), "not a regular file"),
-    (lambda f: (f / "big").write_bytes(b"x" * LIMIT), "size limit"),
-    (lambda f: os.truncate(f / "sub" / "data.txt", 10 * LIMIT), "size limit"),
+    (lambda f: (f / "big").write_bytes(b"x" * 1000 * LIMIT), "size limit"),
+    (lambda f: os.truncate(f / "sub" / "data.txt", 10_000 * LIMIT), "size limit"),
 ])
 def test_a_submission_is_refused_before_anything_is_copied(tmp_path, make, reason):
     folder = submission(tmp_path)
