@@ -47,38 +47,9 @@ def _autograde_one(assignment: str, student: str, api=None) -> dict:
     return outcome
 
 
-def _ungraded(assignment: str, student: str, error: str, **why) -> dict:
-    return {"assignment": assignment, "student": student, "success": False, "seconds": 0.0, "error": error, **why}
-
-
 def _died(assignment: str, student: str, why: str) -> dict:
-    return _ungraded(assignment, student, f"the grading process died while grading it ({why}; killed, or out of "
-                     "memory?)", died=True)
-
-
-def _pool_round(pairs, cfg, jobs, report) -> list:
-    """Grade ``pairs`` in one pool of ``jobs`` workers, cancelling those not started once the gradebook stops
-    answering. A worker that dies breaks the pool and every unfinished future with it: returns those pairs."""
-    context = multiprocessing.get_context("spawn")  # a clean interpreter: no inherited kernels or sockets
-    broken = []
-    with cf.ProcessPoolExecutor(max_workers=min(jobs, len(pairs)), mp_context=context,
-                                initializer=_worker_init, initargs=(cfg,)) as pool:
-        futures = {pool.submit(_autograde_one, a, s): (a, s) for a, s in pairs}
-        for future in cf.as_completed(futures):
-            try:
-                result = future.result()
-            except cf.CancelledError:
-                continue
-            except cf.process.BrokenProcessPool:
-                broken.append(futures[future])
-                continue
-            except Exception as exc:  # the result could not come back: that submission alone
-                result = _died(*futures[future], f"{type(exc).__name__}: {exc}")
-            report(result)
-            if result.get("unavailable"):
-                for other in futures:
-                    other.cancel()  # those not running yet; the running ones end on their own
-    return broken
+    return {"assignment": assignment, "student": student, "success": False, "seconds": 0.0, "died": True,
+            "error": f"the grading process died while grading it ({why}; killed, or out of memory?)"}
 
 
 def autograde(pairs, cfg, jobs: int = 1, progress=None) -> list[dict]:
@@ -105,9 +76,27 @@ def autograde(pairs, cfg, jobs: int = 1, progress=None) -> list[dict]:
             if not down():
                 report(_autograde_one(*pair, api))
     waiting, retried, stalled = [] if serial else pairs, set(), 0
-    while waiting and not down():
-        done_before = len(results)
-        broken = _pool_round(waiting, cfg, 1 if retried.issuperset(waiting) else jobs, report)
+    while waiting and not down():  # a round: one pool, until it ends or a worker's death breaks it
+        done_before, broken = len(results), []
+        alone = retried.issuperset(waiting)  # only suspects left: one at a time, so that a death names its own
+        with cf.ProcessPoolExecutor(max_workers=1 if alone else min(jobs, len(waiting)),
+                                    mp_context=multiprocessing.get_context("spawn"),  # no inherited kernels
+                                    initializer=_worker_init, initargs=(cfg,)) as pool:
+            futures = {pool.submit(_autograde_one, *pair): pair for pair in waiting}
+            for future in cf.as_completed(futures):
+                try:
+                    result = future.result()
+                except cf.CancelledError:  # not started: the gradebook stopped answering
+                    continue
+                except cf.process.BrokenProcessPool:  # a worker died: every unfinished future with it
+                    broken.append(futures[future])
+                    continue
+                except Exception as exc:  # the result could not come back: that submission alone
+                    result = _died(*futures[future], f"{type(exc).__name__}: {exc}")
+                report(result)
+                if result.get("unavailable"):
+                    for other in futures:
+                        other.cancel()  # those not running yet; the running ones end on their own
         busy = [pair for pair in broken if _marker(*pair).exists()]  # (the others had not started)
         waiting = [pair for pair in broken if pair not in busy]
         stalled = stalled + 1 if not busy and len(results) == done_before else 0
@@ -122,6 +111,7 @@ def autograde(pairs, cfg, jobs: int = 1, progress=None) -> list[dict]:
             else:
                 retried.add(pair)
                 waiting.append(pair)
-    graded = {(r["assignment"], r["student"]) for r in results}
-    results += [_ungraded(*pair, down(), skipped=True, unavailable=down()) for pair in pairs if pair not in graded]
+    unavailable, graded = down(), {(r["assignment"], r["student"]) for r in results}
+    results += [{"assignment": a, "student": s, "success": False, "seconds": 0.0, "skipped": True,
+                 "error": unavailable, "unavailable": unavailable} for a, s in pairs if (a, s) not in graded]
     return sorted(results, key=lambda r: (r["assignment"], r["student"]))
