@@ -22,8 +22,8 @@ TIMESTAMP = "timestamp.txt"  # written by nbgrader's submit beside the notebooks
 
 
 def read_submission(path, max_dir_size: int, owner: int | None, ignore: list[str], dest=None) -> Tree:
-    """``submissions.Tree`` by the exchange's rules: a link anywhere refused, at most nbgrader's
-    ``CourseDirectory.max_dir_size`` (kilobytes of 1000 bytes), the student's timestamp.txt neither read nor copied."""
+    """``submissions.Tree`` by the exchange's rules: a link anywhere refused, at most ``max_dir_size`` kilobytes (of
+    1000 bytes, as nbgrader's setting), the student's timestamp.txt neither read nor copied."""
     return Tree(1000 * max_dir_size, "CourseDirectory.max_dir_size", owner, [*ignore, TIMESTAMP]).read(path, dest)
 
 

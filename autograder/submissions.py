@@ -17,6 +17,7 @@ from pathlib import Path
 import nbformat
 
 from . import course
+from .printable import one_line
 
 # Matched with fullmatch: `$` alone would accept a trailing newline in a folder name.
 STUDENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@+-]*")
@@ -25,8 +26,7 @@ MAX_NOTEBOOK_BYTES = 50 * 2**20
 # A folder holds the notebook and perhaps a few files it reads: past these it is refused before it is copied.
 MAX_FOLDER_DEPTH = 8
 MAX_FOLDER_ENTRIES = 1000
-# ... and past this many MiB in all (links not counted: never copied). A chapter folder is kept in submitted/ and
-# autograded/ and copied into each grading's sandbox, so one large file costs its size several times over.
+# ... and past this many MiB in all (links not counted: never copied): kept in submitted/, autograded/, each sandbox.
 DEFAULT_MAX_FOLDER_MB = 64
 # What grading leaves behind (fnmatch patterns, as nbgrader's CourseDirectory.ignore): hidden files, caches.
 LEFT_BEHIND = [".*", "__pycache__"]
@@ -45,13 +45,11 @@ class Refused(OSError):
 
 
 class Tree:
-    """One check of a folder, and with ``dest`` (a path that must not exist yet) its copy, by ``read``: every entry
-    is opened relative to its folder with O_NOFOLLOW and checked on its descriptor, so nothing is followed and
-    nothing swapped in after the check is read. Entries matching an fnmatch pattern of ``ignore`` count but are
-    left out. Raises Refused, naming entries from ``where``, for a link (left out instead with ``leave_links``), a
-    special file, an entry not ``owner``'s (None: anyone's) or that cannot be opened, or a tree over
-    MAX_FOLDER_DEPTH, MAX_FOLDER_ENTRIES or ``limit`` bytes (the setting named ``setting``). ``ctime``: the latest
-    status change in it."""
+    """``read``: one check of a folder, and with ``dest`` (a path that must not exist yet) its copy, every entry
+    opened with O_NOFOLLOW and checked on its descriptor. ``ignore``: fnmatch patterns counted but left out. Refused,
+    naming entries from ``where``: a link (left out with ``leave_links``), a special file, an entry not ``owner``'s
+    (None: anyone's) or unreadable, a tree over MAX_FOLDER_DEPTH, MAX_FOLDER_ENTRIES or ``limit`` bytes (the setting
+    ``setting``). ``ctime``: the latest status change in it."""
 
     def __init__(self, limit: int, setting: str, owner: int | None, ignore: list[str], leave_links: bool = False):
         self.limit, self.setting, self.owner, self.ignore = limit, setting, owner, ignore
@@ -173,22 +171,17 @@ def notebook_problem(path: Path) -> str | None:
     return None
 
 
-def _shown(name: str) -> str:
-    """A name as it can be printed on one line (quoted when it holds a newline or other control)."""
-    return name if name.isprintable() else repr(name)
-
-
 def _linked(student: str, relative: str, path: Path) -> str | None:
     """The line refusing a link, wherever it points (`unzip` restores a zip's links: `alice/01 ->
     ../../solutions/01` would hand in the model solutions); None for a real file or folder."""
     if not path.is_symlink():
         return None
     try:
-        target = _shown(os.readlink(path))
+        target = one_line(os.readlink(path))
     except OSError:  # (removed since: still not a folder to grade)
         target = "?"
-    return (f"{_shown(student)}: not graded: the {'file' if path.is_file() else 'folder'} {_shown(relative)} is a "
-            f"symbolic link (to {target}); hand in the notebook itself")
+    return (f"{one_line(student)}: not graded: the {'file' if path.is_file() else 'folder'} {one_line(relative)} is "
+            f"a symbolic link (to {target}); hand in the notebook itself")
 
 
 def find_submissions(folder: Path, assignments: list[str] | None = None) -> tuple[list[Submission], list[str]]:
@@ -203,14 +196,12 @@ def find_submissions(folder: Path, assignments: list[str] | None = None) -> tupl
     for student_dir in sorted(p for p in root.iterdir() if not p.name.startswith(".")):  # (hidden: .DS_Store)
         student = student_dir.name
         problem = _linked(student, student, student_dir)
-        if problem:
-            errors.append(problem)
+        if problem or not student_dir.is_dir():  # (not a folder: an export's index, a zip)
+            errors += [problem] if problem else []
             continue
-        if not student_dir.is_dir():
-            continue  # a stray file next to the student folders (an export's index, a zip)
         if not STUDENT_ID.fullmatch(student):
-            errors.append(f"{_shown(student)}: not graded: a student id must be letters, digits and _ . @ + - "
-                          f"(rename the folder {_shown(str(given / student))})")
+            errors.append(f"{one_line(student)}: not graded: a student id must be letters, digits and _ . @ + - "
+                          f"(rename the folder {one_line(str(given / student))})")
             continue
         try:
             chapter_dirs = sorted(p for p in student_dir.iterdir() if not p.name.startswith("."))
@@ -223,7 +214,7 @@ def find_submissions(folder: Path, assignments: list[str] | None = None) -> tupl
             try:
                 problem = _problem(student, chapter_dir, known)
             except OSError as exc:  # a folder this process may not enter, a file it may not read
-                problem = f"{student}: {_shown(chapter_dir.name)} not graded: cannot read it ({exc.strerror or exc})"
+                problem = f"{student}: {one_line(chapter_dir.name)} not graded: cannot read it ({exc.strerror or exc})"
             if problem:
                 errors.append(problem)
             elif problem is None:
@@ -240,16 +231,16 @@ def _problem(student: str, chapter_dir: Path, known: list[str]) -> str | None:
     if problem or not chapter_dir.is_dir():
         return problem or ""
     if name not in known:
-        return f"{student}: {_shown(name)} is not an assignment of this course (known: {', '.join(known)})"
+        return f"{student}: {one_line(name)} is not an assignment of this course (known: {', '.join(known)})"
     if not notebook.is_file():
-        others = sorted(_shown(p.name) for p in chapter_dir.glob("*.ipynb"))
+        others = sorted(one_line(p.name) for p in chapter_dir.glob("*.ipynb"))
         hint = f"; found {', '.join(others)}: rename it to {name}.ipynb" if others else ""
         return f"{student}: not graded: {name}/{name}.ipynb is missing{hint}"
     try:
         _read_chapter(chapter_dir)
         problem = notebook_problem(notebook) or metadata_tampering(notebook, name)
     except Refused as why:  # (a zip restores a mode-000 entry, or a tree deep enough to exhaust a copy's recursion)
-        problem = f"{_shown(str(why))}; hand in the notebook and the files it reads"
+        problem = f"{one_line(str(why))}; hand in the notebook and the files it reads"
     if problem:
         return f"{student}: {name} not graded: {problem}. Their previous grades, if any, are kept."
     return None
@@ -264,10 +255,9 @@ def _read_chapter(folder: Path, dest: Path | None = None) -> None:
 
 
 def metadata_tampering(path: Path, assignment: str) -> str | None:
-    """How the nbgrader metadata of a handed-in notebook differs from the lesson's, in words; None if it does not.
-    A cell may be missing, locked or unlocked, its points changed (nbgrader puts that back), but each cell with
-    nbgrader metadata must carry a grade_id of the lesson, once, on the same kind of cell, with the same grade,
-    solution and task flags: nbgrader fails on such a notebook with a bare KeyError or "Inconsistent checksums"."""
+    """How a handed-in notebook's nbgrader metadata differs from the lesson's, in words (None: it does not): each
+    cell with nbgrader metadata must carry a grade_id of the lesson, once, on the same kind of cell, with the same
+    grade, solution and task flags (else nbgrader fails with a bare KeyError or "Inconsistent checksums")."""
     lesson = nbformat.read(course.lesson_notebook(assignment), as_version=4)
     known = {course.grade_id(c): c for c in lesson.cells if course.grade_id(c)}
     seen = set()
@@ -293,9 +283,8 @@ def metadata_tampering(path: Path, assignment: str) -> str | None:
 
 
 def copy_in(sub: Submission, cfg) -> Path:
-    """Copy one submission, as it was checked, into nbgrader's submitted/<student>/<assignment>/ (replacing an older
-    one, or the same folder when ``grade`` is given the submitted folder ``nbgrader collect`` fills): copied beside
-    it, then swapped in, so a copy that fails leaves what was there."""
+    """One submission copied, as it is checked, beside nbgrader's submitted/<student>/<assignment>/, then swapped in
+    for it (an older one, or itself when ``grade`` is given the submitted folder): a failed copy leaves what was."""
     dest = Path(cfg.CourseDirectory.submitted_directory) / sub.student / sub.assignment
     dest.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".incoming-", dir=dest.parent) as incoming:
