@@ -41,8 +41,7 @@ def _autograde_one(assignment: str, student: str, api=None) -> dict:
     outcome = {"assignment": assignment, "student": student, "success": bool(result["success"]),
                "error": None if result["success"] else gradebook.last_error(result),
                "seconds": time.perf_counter() - start}
-    down = None if result["success"] else gradebook.unreachable(api.coursedir.db_url)
-    if down:  # a failure of the database, not of the submission
+    if not result["success"] and (down := gradebook.unreachable(api.coursedir.db_url)):  # the database's failure
         outcome.update(error=down, unavailable=down)
     return outcome
 
@@ -53,12 +52,10 @@ def _died(assignment: str, student: str, why: str) -> dict:
 
 
 def autograde(pairs, cfg, jobs: int = 1, progress=None) -> list[dict]:
-    """Autograde (assignment, student) pairs under ``cfg``: in this process when jobs == 1, else in ``jobs``
-    worker processes. A submission whose worker dies (killed, out of memory) is graded once more, alone once
-    only suspects are left; if its worker dies again, it is reported (``died``), as is every submission when
-    the workers cannot start. When the gradebook's database server stops answering, grading stops: that result
-    carries ``unavailable`` (``gradebook.unreachable``'s line), and the submissions not graded are ``skipped``.
-    Sorted by assignment and student."""
+    """Autograde (assignment, student) pairs under ``cfg`` (in this process when jobs == 1, else in ``jobs``
+    workers), results sorted. A submission whose worker dies (killed, out of memory) is graded once more, alone
+    once only suspects are left, then reported ``died``, as is each when the workers cannot start. When the
+    gradebook's server stops answering, that result carries ``unavailable`` and the rest are ``skipped``."""
     pairs, results = list(pairs), []
 
     def report(result):

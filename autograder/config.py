@@ -36,12 +36,10 @@ def refused(unsandboxed: bool, out) -> bool:
     if unsandboxed:
         out(sandbox.UNSANDBOXED_WARNING)
         return False
-    reason = sandbox.unavailable()
-    if reason:
+    if reason := sandbox.unavailable():
         out(f"ERROR refusing to run student code: it must run in a sandbox and {reason}. Pass --unsandboxed to "
             "run it anyway with the risks it prints.")
         return True
-    reason = sandbox.preflight()
-    if reason:
+    if reason := sandbox.preflight():
         out(f"ERROR nobody was graded: {reason}")
     return bool(reason)

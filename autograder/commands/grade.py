@@ -65,8 +65,7 @@ def _grade(found, errors: list, cfg, jobs, out) -> int:
                                                          f"{'ok' if r['success'] else 'FAILED'} "
                                                          f"({r['seconds']:.1f} s)"))
     out(f"autograded in {time.perf_counter() - start:.1f} s")
-    down = next((r["unavailable"] for r in results if r.get("unavailable")), None)
-    if down:  # one line for the database, not one per submission it failed
+    if down := next((r["unavailable"] for r in results if r.get("unavailable")), None):  # (one line for all)
         out(f"ERROR grading stopped after {sum(r['success'] for r in results)} of {len(results)} submissions: "
             f"{down}")
         return 1
@@ -74,10 +73,9 @@ def _grade(found, errors: list, cfg, jobs, out) -> int:
         if not r["success"]:
             error(f"{r['student']}: {r['assignment']}" + (f" not graded: {r['error']}" if r.get("died") else
                                                           f": nbgrader could not autograde it:\n{r['error']}"))
-    graded = {(s.student, s.assignment) for s in copied}
     scores = gradebook.read_scores(names, cfg)
     for name in names:
-        rows = [r for key, r in scores.items() if key in graded and r.assignment == name]
+        rows = [scores[s.student, name] for s in copied if s.assignment == name and (s.student, name) in scores]
         for r in rows:
             r.notes = report.notes_for(name, r.student, cfg)
         out("")
