@@ -73,8 +73,7 @@ class CollectFromOwner(ExchangeCollect):
                             for rs in latest.values()]
 
     def copy_files(self):
-        """Each submission copied beside submitted/<student>/<assignment> with the server's time, then swapped in:
-        a refused copy leaves the submission collected before as it was."""
+        """Each submission copied with the server's time, then swapped in: a refused one leaves what was there."""
         if not self.src_records:
             self.log.warning("No submissions of '%s' for course '%s' to collect", self.coursedir.assignment_id,
                              self.coursedir.course_id)
@@ -135,9 +134,8 @@ class SubmitChecked(ExchangeSubmit):
 
 
 class ReleaseFeedbackEach(ExchangeReleaseFeedback):
-    """nbgrader's release feedback, one student folder at a time: a folder it cannot release (one made by hand,
-    without the timestamp and secret nbgrader's submit writes; a page it cannot read) is that student's ERROR line,
-    and the others' feedback is released."""
+    """nbgrader's release feedback, one student folder at a time: a folder it cannot release (made by hand, without
+    submit's timestamp and secret; a page it cannot read) is that student's ERROR line, the others' are released."""
 
     def copy_files(self):
         for folder in sorted(glob.glob(self.src_path)):  # feedback/<student>/<assignment>

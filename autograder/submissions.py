@@ -162,10 +162,8 @@ def notebook_problem(path: Path) -> str | None:
             return (f"{path.name} is not valid JSON (line {why.lineno}, column {why.colno}: {why.msg}); the file "
                     "is corrupt")
         return f"{path.name} is not JSON a notebook can hold ({str(why).partition(chr(10))[0][:200]})"
-    except RecursionError:
-        return f"{path.name} is JSON nested too deeply to be a notebook"
-    except MemoryError:
-        return f"{path.name} is too large to read as a notebook"
+    except (RecursionError, MemoryError):
+        return f"{path.name} is JSON too large or nested too deeply to be a notebook"
     except Exception as exc:  # nbformat raises several types for a notebook it cannot read
         return f"{path.name} is JSON but not a valid notebook ({str(exc).strip().partition(chr(10))[0][:200]})"
     return None
@@ -208,17 +206,17 @@ def find_submissions(folder: Path, assignments: list[str] | None = None) -> tupl
         except OSError as exc:
             errors.append(f"{student}: not graded: cannot read the folder {student} ({exc.strerror or exc})")
             continue
-        for chapter_dir in chapter_dirs:
-            if assignments and chapter_dir.name not in assignments:
+        for chapter in chapter_dirs:
+            if assignments and chapter.name not in assignments:
                 continue
             try:
-                problem = _problem(student, chapter_dir, known)
+                problem = _problem(student, chapter, known)
             except OSError as exc:  # a folder this process may not enter, a file it may not read
-                problem = f"{student}: {one_line(chapter_dir.name)} not graded: cannot read it ({exc.strerror or exc})"
+                problem = f"{student}: {one_line(chapter.name)} not graded: cannot read it ({exc.strerror or exc})"
             if problem:
                 errors.append(problem)
             elif problem is None:
-                found.append(Submission(student, chapter_dir.name, chapter_dir))
+                found.append(Submission(student, chapter.name, chapter))
     return found, errors
 
 
@@ -247,8 +245,7 @@ def _problem(student: str, chapter_dir: Path, known: list[str]) -> str | None:
 
 
 def _read_chapter(folder: Path, dest: Path | None = None) -> None:
-    """A chapter folder checked (and with ``dest`` copied) by grading's rules: links, hidden files and caches left
-    behind (a link would bring its target, say the solutions, into the course folder), ``max_folder_bytes()``."""
+    """A chapter folder checked (and with ``dest`` copied) by grading's rules: links, LEFT_BEHIND left out."""
     limit = max_folder_bytes()
     tree = Tree(limit, f"POSENC_MAX_SUBMISSION_MB: {limit / 2**20:g} MiB", None, LEFT_BEHIND, leave_links=True)
     tree.read(folder, dest, folder.name)

@@ -308,8 +308,8 @@ def test_a_deeply_nested_file_costs_one_student_one_line(tmp_path):
     _submit(tmp_path, "bob")
     found, errors = submissions.find_submissions(tmp_path)
     assert _graded(found) == [("bob", NAME)]
-    assert errors == [f"deep: {NAME} not graded: {NAME}.ipynb is JSON nested too deeply to be a notebook. "
-                      "Their previous grades, if any, are kept."]
+    assert errors == [f"deep: {NAME} not graded: {NAME}.ipynb is JSON too large or nested too deeply to be a "
+                      "notebook. Their previous grades, if any, are kept."]
 
 
 def test_scan_goes_on_past_unreadable_files(tmp_path, monkeypatch):
