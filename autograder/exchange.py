@@ -84,13 +84,13 @@ class CollectFromOwner(ExchangeCollect):
                 self._refuse(record["filename"], record["username"], why)
 
     def _collect(self, record: dict) -> None:
-        student = record["username"]
-        dest = self.coursedir.format_path(self.coursedir.submitted_directory, student, self.coursedir.assignment_id)
-        if os.path.isdir(dest):
+        student, assignment = record["username"], self.coursedir.assignment_id
+        dest = self.coursedir.format_path(self.coursedir.submitted_directory, student, assignment)
+        if updating := os.path.isdir(dest):
             existing = self.coursedir.get_existing_timestamp(dest)
             newer = existing is None or record["timestamp"] > existing.replace(tzinfo=None)
             if not ((self.update and newer) or (self.before_duedate and existing != record["timestamp"])):
-                self.log.info("No newer submission to collect: %s %s", student, self.coursedir.assignment_id)
+                self.log.info("No newer submission to collect: %s %s", student, assignment)
                 return
         os.makedirs(os.path.dirname(dest), exist_ok=True)
         with tempfile.TemporaryDirectory(prefix=".incoming-", dir=os.path.dirname(dest)) as incoming:
@@ -99,9 +99,8 @@ class CollectFromOwner(ExchangeCollect):
                                    copy)
             with open(os.path.join(copy, TIMESTAMP), "w") as out:
                 out.write(server_time(tree))
-            self.log.info("%s submission: %s %s", "Updating" if os.path.isdir(dest) else "Collecting", student,
-                          self.coursedir.assignment_id)
-            if os.path.isdir(dest):
+            self.log.info("%s submission: %s %s", "Updating" if updating else "Collecting", student, assignment)
+            if updating:
                 shutil.rmtree(dest)
             os.rename(copy, dest)
 

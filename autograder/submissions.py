@@ -1,6 +1,5 @@
-"""Handed-in notebooks: found in the folder given to `grade`, refused with one line per student when nbgrader must
-not read them, copied into nbgrader's ``submitted`` folder; ``Tree``, the walk that checks and copies, is the
-exchange's too."""
+"""Handed-in notebooks: found in the folder given to `grade`, refused (a line per student) where nbgrader must not
+read them, copied into its ``submitted`` folder by ``Tree``, the walk that checks and copies (the exchange's too)."""
 
 from __future__ import annotations
 
@@ -116,13 +115,10 @@ class Tree:
                 elif target is None:
                     self.add(info.st_size, path)
                 else:
-                    out = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-                    try:
+                    with open(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as out:
                         while chunk := os.read(child, 1 << 20):
                             self.add(len(chunk), path)  # counted as read: a file grown since the check is cut short
-                            os.write(out, chunk)
-                    finally:
-                        os.close(out)
+                            out.write(chunk)
                     self.check(os.fstat(child), path)  # a change made while it was read moves the recorded time on
             finally:
                 os.close(child)
