@@ -51,7 +51,7 @@ def _died(assignment: str, student: str, why: str) -> dict:
             "error": f"the grading process died while grading it ({why}; killed, or out of memory?)"}
 
 
-def autograde(pairs, cfg, jobs: int = 1, progress=None) -> list[dict]:
+def autograde(pairs, cfg, jobs: int = 1, progress=lambda result: None) -> list[dict]:
     """Autograde (assignment, student) pairs under ``cfg`` (in this process when jobs == 1, else in ``jobs``
     workers), results sorted. A submission whose worker dies (killed, out of memory) is graded once more, alone
     once only suspects are left, then reported ``died``, as is each when the workers cannot start. When the
@@ -60,8 +60,7 @@ def autograde(pairs, cfg, jobs: int = 1, progress=None) -> list[dict]:
 
     def report(result):
         results.append(result)
-        if progress:
-            progress(result)
+        progress(result)
 
     def down():
         return next((r["unavailable"] for r in results if r.get("unavailable")), None)
@@ -75,18 +74,16 @@ def autograde(pairs, cfg, jobs: int = 1, progress=None) -> list[dict]:
     waiting, retried, stalled = [] if serial else pairs, set(), 0
     while waiting and not down():  # a round: one pool, until it ends or a worker's death breaks it
         done_before, broken = len(results), []
-        alone = retried.issuperset(waiting)  # only suspects left: one at a time, so that a death names its own
-        with cf.ProcessPoolExecutor(max_workers=1 if alone else min(jobs, len(waiting)),
+        # one worker once only suspects are left: a death then names its submission
+        with cf.ProcessPoolExecutor(max_workers=1 if retried.issuperset(waiting) else min(jobs, len(waiting)),
                                     mp_context=multiprocessing.get_context("spawn"),  # no inherited kernels
                                     initializer=_worker_init, initargs=(cfg,)) as pool:
             futures = {pool.submit(_autograde_one, *pair): pair for pair in waiting}
             for future in cf.as_completed(futures):
                 try:
                     result = future.result()
-                except cf.CancelledError:  # not started: the gradebook stopped answering
-                    continue
-                except cf.process.BrokenProcessPool:  # a worker died: every unfinished future with it
-                    broken.append(futures[future])
+                except (cf.CancelledError, cf.process.BrokenProcessPool):  # (cancelled when the gradebook
+                    broken.append(futures[future])  # stopped answering; a dead worker breaks every unfinished one)
                     continue
                 except Exception as exc:  # the result could not come back: that submission alone
                     result = _died(*futures[future], f"{type(exc).__name__}: {exc}")

@@ -37,13 +37,9 @@ def grade(folder, jobs: int = 1, assignments=None, out=print, unsandboxed: bool 
 
 
 def _grade(found, errors: list, cfg, jobs, out) -> int:
-    def error(message):
-        errors.append(message)
-        out(f"ERROR {message}")
-
     failures = gradebook.sync_assignments(sorted({s.assignment for s in found}), cfg)
     for message in failures.values():
-        error(message)
+        out(f"ERROR {message}")
     found = [s for s in found if s.assignment not in failures]
     gradebook.register_students([s.student for s in found], cfg)
     copied = []
@@ -52,18 +48,16 @@ def _grade(found, errors: list, cfg, jobs, out) -> int:
             submissions.copy_in(sub, cfg)
             copied.append(sub)
         except (OSError, shutil.Error, RecursionError) as exc:  # (what changed since find_submissions looked)
-            error(f"{sub.student}: {sub.assignment} not graded: its folder could not be copied "
-                  f"({type(exc).__name__}: {str(exc)[:200]})")
+            out(f"ERROR {sub.student}: {sub.assignment} not graded: its folder could not be copied "
+                f"({type(exc).__name__}: {str(exc)[:200]})")
     if not copied:
         return 1
     names = sorted({s.assignment for s in copied})
     out(f"autograding {len(copied)} submissions of {len(names)} assignments with {jobs} job(s) "
         f"into {course.course_dir()}")
     start = time.perf_counter()
-    results = autograde.autograde([(s.assignment, s.student) for s in copied], cfg, jobs=jobs,
-                                  progress=lambda r: out(f"  {r['student']}/{r['assignment']}: "
-                                                         f"{'ok' if r['success'] else 'FAILED'} "
-                                                         f"({r['seconds']:.1f} s)"))
+    results = autograde.autograde([(s.assignment, s.student) for s in copied], cfg, jobs=jobs, progress=lambda r: out(
+        f"  {r['student']}/{r['assignment']}: {'ok' if r['success'] else 'FAILED'} ({r['seconds']:.1f} s)"))
     out(f"autograded in {time.perf_counter() - start:.1f} s")
     if down := next((r["unavailable"] for r in results if r.get("unavailable")), None):  # (one line for all)
         out(f"ERROR grading stopped after {sum(r['success'] for r in results)} of {len(results)} submissions: "
@@ -71,13 +65,12 @@ def _grade(found, errors: list, cfg, jobs, out) -> int:
         return 1
     for r in results:
         if not r["success"]:
-            error(f"{r['student']}: {r['assignment']}" + (f" not graded: {r['error']}" if r.get("died") else
-                                                          f": nbgrader could not autograde it:\n{r['error']}"))
+            out(f"ERROR {r['student']}: {r['assignment']}" + (f" not graded: {r['error']}" if r.get("died") else
+                                                              f": nbgrader could not autograde it:\n{r['error']}"))
     scores = gradebook.read_scores(names, cfg)
     for name in names:
         rows = [scores[s.student, name] for s in copied if s.assignment == name and (s.student, name) in scores]
         for r in rows:
             r.notes = report.notes_for(name, r.student, cfg)
-        out("")
-        out(report.format_table(name, rows))
-    return 1 if errors else 0
+        out(f"\n{report.format_table(name, rows)}")
+    return 1 if errors or failures or len(copied) < len(found) or not all(r["success"] for r in results) else 0
