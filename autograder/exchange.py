@@ -78,31 +78,29 @@ class CollectFromOwner(ExchangeCollect):
             self.log.warning("No submissions of '%s' for course '%s' to collect", self.coursedir.assignment_id,
                              self.coursedir.course_id)
         for record in self.src_records:
+            student, assignment = record["username"], self.coursedir.assignment_id
+            dest = self.coursedir.format_path(self.coursedir.submitted_directory, student, assignment)
             try:
-                self._collect(record)
+                if updating := os.path.isdir(dest):
+                    existing = self.coursedir.get_existing_timestamp(dest)
+                    newer = existing is None or record["timestamp"] > existing.replace(tzinfo=None)
+                    if not ((self.update and newer) or (self.before_duedate and existing != record["timestamp"])):
+                        self.log.info("No newer submission to collect: %s %s", student, assignment)
+                        continue
+                os.makedirs(os.path.dirname(dest), exist_ok=True)
+                with tempfile.TemporaryDirectory(prefix=".incoming-", dir=os.path.dirname(dest)) as incoming:
+                    copy = os.path.join(incoming, "copy")
+                    tree = read_submission(record["path"], self.coursedir.max_dir_size, record["uid"],
+                                           self.coursedir.ignore, copy)
+                    with open(os.path.join(copy, TIMESTAMP), "w") as out:
+                        out.write(server_time(tree))
+                    self.log.info("%s submission: %s %s", "Updating" if updating else "Collecting", student,
+                                  assignment)
+                    if updating:
+                        shutil.rmtree(dest)
+                    os.rename(copy, dest)
             except OSError as why:
-                self._refuse(record["filename"], record["username"], why)
-
-    def _collect(self, record: dict) -> None:
-        student, assignment = record["username"], self.coursedir.assignment_id
-        dest = self.coursedir.format_path(self.coursedir.submitted_directory, student, assignment)
-        if updating := os.path.isdir(dest):
-            existing = self.coursedir.get_existing_timestamp(dest)
-            newer = existing is None or record["timestamp"] > existing.replace(tzinfo=None)
-            if not ((self.update and newer) or (self.before_duedate and existing != record["timestamp"])):
-                self.log.info("No newer submission to collect: %s %s", student, assignment)
-                return
-        os.makedirs(os.path.dirname(dest), exist_ok=True)
-        with tempfile.TemporaryDirectory(prefix=".incoming-", dir=os.path.dirname(dest)) as incoming:
-            copy = os.path.join(incoming, "copy")
-            tree = read_submission(record["path"], self.coursedir.max_dir_size, record["uid"], self.coursedir.ignore,
-                                   copy)
-            with open(os.path.join(copy, TIMESTAMP), "w") as out:
-                out.write(server_time(tree))
-            self.log.info("%s submission: %s %s", "Updating" if updating else "Collecting", student, assignment)
-            if updating:
-                shutil.rmtree(dest)
-            os.rename(copy, dest)
+                self._refuse(record["filename"], student, why)
 
 
 class SubmitChecked(ExchangeSubmit):

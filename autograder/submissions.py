@@ -44,11 +44,10 @@ class Refused(OSError):
 
 
 class Tree:
-    """``read``: one check of a folder, and with ``dest`` (a path that must not exist yet) its copy, every entry
-    opened with O_NOFOLLOW and checked on its descriptor. ``ignore``: fnmatch patterns counted but left out. Refused,
-    naming entries from ``where``: a link (left out with ``leave_links``), a special file, an entry not ``owner``'s
-    (None: anyone's) or unreadable, a tree over MAX_FOLDER_DEPTH, MAX_FOLDER_ENTRIES or ``limit`` bytes (the setting
-    ``setting``). ``ctime``: the latest status change in it."""
+    """``read``: a folder checked (``ctime``: its latest status change), and with ``dest`` (a path that must not exist
+    yet) copied, each entry opened with O_NOFOLLOW and checked on its descriptor; ``ignore`` (fnmatch) counted but
+    left out. Refused, naming entries from ``where``: a link (left out with ``leave_links``), a special file, an entry
+    not ``owner``'s (None: anyone's) or unreadable, past MAX_FOLDER_DEPTH, MAX_FOLDER_ENTRIES or ``limit`` bytes."""
 
     def __init__(self, limit: int, setting: str, owner: int | None, ignore: list[str], leave_links: bool = False):
         self.limit, self.setting, self.owner, self.ignore = limit, setting, owner, ignore
@@ -184,10 +183,9 @@ def find_submissions(folder: Path, assignments: list[str] | None = None) -> tupl
     given = Path(folder)
     if not given.is_dir():
         raise SystemExit(f"{given} is not a folder (expected <student_id>/<chapter>/<chapter>.ipynb inside)")
-    root = given.resolve()
     known = course.assignments()
     found, errors = [], []
-    for student_dir in sorted(p for p in root.iterdir() if not p.name.startswith(".")):  # (hidden: .DS_Store)
+    for student_dir in sorted(p for p in given.resolve().iterdir() if not p.name.startswith(".")):  # (.DS_Store)
         student = student_dir.name
         problem = _linked(student, student, student_dir)
         if problem or not student_dir.is_dir():  # (not a folder: an export's index, a zip)
@@ -235,9 +233,7 @@ def _problem(student: str, chapter_dir: Path, known: list[str]) -> str | None:
         problem = notebook_problem(notebook) or metadata_tampering(notebook, name)
     except Refused as why:  # (a zip restores a mode-000 entry, or a tree deep enough to exhaust a copy's recursion)
         problem = f"{one_line(str(why))}; hand in the notebook and the files it reads"
-    if problem:
-        return f"{student}: {name} not graded: {problem}. Their previous grades, if any, are kept."
-    return None
+    return f"{student}: {name} not graded: {problem}. Their previous grades, if any, are kept." if problem else None
 
 
 def _read_chapter(folder: Path, dest: Path | None = None) -> None:
