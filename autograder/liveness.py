@@ -17,13 +17,15 @@ def _names(node) -> tuple[set[str], set[str]]:
     globals until it binds it (``x = x``), so every name it uses but an enclosing function's counts."""
     top = symtable.symtable(ast.unparse(node), "<cell>", "exec")
     binds = {s.get_name() for s in top.get_symbols() if s.is_assigned() or s.is_imported()}
+    # (``x += 1`` reads x, which the symbol tables count as a binding only)
+    augmented = {n.target.id for n in ast.walk(node) if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name)}
     reads, tables = set(), [top]
     while tables:
         table = tables.pop()
         tables += table.get_children()
         in_class = table.get_type() == "class"
-        reads |= {s.get_name() for s in table.get_symbols()
-                  if s.is_referenced() and (s.is_global() or in_class and not s.is_free())}
+        reads |= {s.get_name() for s in table.get_symbols() if (s.is_referenced() or s.get_name() in augmented)
+                  and (s.is_global() or in_class and not s.is_free())}
     return binds, reads
 
 

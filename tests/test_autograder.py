@@ -600,6 +600,8 @@ def test_cell_names_worked_examples():
     "class C:\n    a = a\n",  # a class body reads a name from the globals before binding it
     "def f():\n    global a\n    a = a + 1\n",  # a global statement makes the function's a the notebook's
     "def f(b: a):\n    return b\n",  # an annotation is read where the function is made
+    "a += 1",  # an augmented assignment reads its target first
+    "def f():\n    global a\n    a -= 1\n",  # ... also through a global statement
 ])
 def test_a_demo_cell_whose_name_a_student_reads_in_a_nested_scope_still_runs(student):
     """Leaving the demo cell out would fail the student's cell with a NameError the lesson never shows."""
