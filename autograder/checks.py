@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import importlib
 import importlib.abc
 import importlib.util
@@ -83,6 +84,7 @@ def equal(actual, expected, what="the answer"):
                              f"got {a[index]:g} ({int(wrong.sum())} of {wrong.size} entries differ)")
 
 
+@functools.lru_cache(maxsize=None)  # (a code object is immutable; making one costs tens of microseconds a request)
 def _blocked(qualname, n_freevars):
     """A code object that raises, with as many free variables as the function it replaces (Python requires it)."""
     free = ", ".join(f"_{i}" for i in range(n_freevars))

@@ -37,7 +37,7 @@ def spreadsheet_cell(text) -> str:
 class CleanStream(io.TextIOBase):
     """A text stream that writes ``printable(text)`` of everything to the stream it wraps."""
 
-    encoding = property(lambda self: self._stream.encoding)
+    encoding = property(lambda self: getattr(self._stream, "encoding", "utf-8"))
 
     def __init__(self, stream):
         self._stream = stream

@@ -43,7 +43,8 @@ def notes_for(assignment: str, student: str, cfg) -> list[str]:
     cells_by_note = {}  # what it means -> {cell: None}, in order
     for index, cell in enumerate(nbformat.read(path, as_version=4).cells):
         for out in cell.get("outputs", []):
-            note = _NOTABLE.get(out.get("ename")) if out.get("output_type") == "error" else None
+            ename = out.get("ename") if out.get("output_type") == "error" else None
+            note = _NOTABLE.get(ename) if isinstance(ename, str) else None
             if note and (out["ename"] != "RuntimeError" or _REFERENCE in out.get("evalue", "")):
                 cells_by_note.setdefault(note, {})[course.grade_id(cell) or f"cell {index}"] = None
     notes = [(", ".join(cells) if len(cells) <= 2 else f"{next(iter(cells))} and {len(cells) - 1} more cells")

@@ -60,7 +60,10 @@ def unavailable() -> str | None:
         return ("bubblewrap (bwrap) is not installed: install it (Debian/Ubuntu: `sudo apt-get install bubblewrap`; "
                 "Fedora: `sudo dnf install bubblewrap`), or grade on a Linux machine that has it")
     probe = [exe, *NAMESPACES, "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "true"]
-    result = subprocess.run(probe, capture_output=True, text=True, timeout=30)
+    try:
+        result = subprocess.run(probe, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as exc:  # (a bwrap for another machine, a hung one)
+        return f"bwrap could not be run ({exc}); install bubblewrap for this machine or grade on one that has it"
     if result.returncode:
         return (f"bwrap is installed but cannot create a sandbox here ({result.stderr.strip() or result.returncode});"
                 " unprivileged user namespaces may be disabled (sysctl kernel.unprivileged_userns_clone=1, or an "

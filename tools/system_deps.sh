@@ -9,6 +9,7 @@ need=()
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 [ -e /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || need+=(fonts-dejavu-core)
 command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
+{ command -v prlimit && command -v setpriv; } >/dev/null 2>&1 || need+=(util-linux)  # the sandbox's limits and uid
 command -v npm >/dev/null 2>&1 || need+=(npm)
 [ -x /usr/sbin/mkfs.ext4 ] || [ -x /sbin/mkfs.ext4 ] || need+=(e2fsprogs)  # the hub's drawers (hub/README.md)
 # Debian puts only the client programs on PATH; the server's (initdb, postgres) are in /usr/lib/postgresql/<version>/bin

@@ -37,6 +37,10 @@ class SandboxedExecute(GuardedExecute):
             self._output_used[cell_index] = used + len(json.dumps(msg["content"], ensure_ascii=False))
             if self._output_used[cell_index] > self.max_output_chars:
                 if used <= self.max_output_chars:
+                    text = msg["content"].get("text")
+                    if msg["msg_type"] == "stream" and isinstance(text, str):  # (what fits of it is kept)
+                        super().output(outs, {**msg, "content": {**msg["content"], "text": text[:max(
+                            0, self.max_output_chars - used)]}}, display_id, cell_index)
                     outs.append(new_output("stream", name="stderr", text=(
                         f"\n... Output truncated while the cell ran (more than {self.max_output_chars} "
                         "characters): the rest was not kept ...\n")))
