@@ -49,7 +49,7 @@ def _grade(found, errors: list, cfg, jobs, out) -> int:
             copied.append(sub)
         except (OSError, shutil.Error, RecursionError) as exc:  # (what changed since find_submissions looked)
             out(f"ERROR {sub.student}: {sub.assignment} not graded: its folder could not be copied "
-                f"({type(exc).__name__}: {str(exc)[:200]})")
+                f"({type(exc).__name__}: {printable.one_line(str(exc)[:200])})")  # (its file names: one line)
     if not copied:
         return 1
     names = sorted({s.assignment for s in copied})
