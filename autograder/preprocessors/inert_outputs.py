@@ -160,22 +160,19 @@ class _Allowed(HTMLParser):
     handle_decl = handle_pi = unknown_decl = handle_comment
 
 
-def _unsafe_tokens(tokens) -> list[str]:
+def _raw_html(tokens) -> list[str]:
     found = []
     for token in tokens:
-        kind, attrs, raw = token.get("type"), token.get("attrs") or {}, token.get("raw", "")
-        if kind in ("inline_html", "block_html") and _Allowed(raw, _COURSE_TAGS).problems:
+        raw = token.get("raw", "")
+        if token.get("type") in ("inline_html", "block_html") and _Allowed(raw, _COURSE_TAGS).problems:
             found.append(f"raw HTML {raw[:40]!r}")
-        elif kind in ("link", "image") and not safe_url(attrs.get("url"), image=kind == "image"):
-            found.append(f"{kind} to {str(attrs.get('url'))[:40]!r}")
-        found += _unsafe_tokens(token.get("children") or [])
+        found += _raw_html(token.get("children") or [])
     return found
 
 
 def markdown_problems(source: str, attachments: dict | None = None) -> tuple[str, ...]:
-    """What would reach the page as more than Markdown: raw HTML other than the self-check form and unsafe link
-    targets (found in the parse), and any tag, attribute or value outside what Markdown itself writes (found in
-    the HTML: a mermaid block's div, for one). Small cells without attachments are remembered."""
+    """What would reach the page as more than Markdown: raw HTML but the self-check form (found in the parse), any
+    tag, attribute, value or link target outside what Markdown writes (in the HTML). Small cells are remembered."""
     if attachments or len(source) > REMEMBERED_MARKDOWN:
         return _problems.__wrapped__(source, attachments)
     return _problems(source)
@@ -186,7 +183,7 @@ def _problems(source: str, attachments: dict | None = None) -> tuple[str, ...]:
     try:
         renderer = IPythonRenderer(escape=False, attachments=attachments or {})  # as formgrader and feedback
         page, state = MarkdownWithMath(renderer=renderer).parse(source)
-        return (*_unsafe_tokens(state.tokens), *_Allowed(page, _MARKDOWN_TAGS).problems)
+        return (*_raw_html(state.tokens), *_Allowed(page, _MARKDOWN_TAGS).problems)
     except Exception as exc:  # nbconvert fails on a missing attachment, for example
         return (f"rendering failed: {type(exc).__name__}",)
 
