@@ -34,7 +34,7 @@ LEFT_BEHIND = [".*", "__pycache__"]
 def max_folder_bytes() -> int:
     """The largest chapter folder graded, in bytes: $POSENC_MAX_SUBMISSION_MB MiB, else DEFAULT_MAX_FOLDER_MB."""
     text = os.environ.get("POSENC_MAX_SUBMISSION_MB") or str(DEFAULT_MAX_FOLDER_MB)
-    if not (re.fullmatch(r"[0-9]+(\.[0-9]*)?|\.[0-9]+", text) and float(text) > 0):
+    if not (re.fullmatch(r"[0-9]+(\.[0-9]*)?|\.[0-9]+", text) and 0 < float(text) < float("inf")):
         raise ValueError(f"POSENC_MAX_SUBMISSION_MB must be a positive number of MiB, got {text!r}")
     return int(float(text) * 2**20)
 
