@@ -42,18 +42,14 @@ class GraderTimeout(ChannelFailure):
     """The test cell's time ran out in the grader's own work (decoding, comparing the kernel's values)."""
 
 
-WATCH_GRACE = 1.0  # seconds the grader's timer waits past the channel's deadline (which governs waiting)
-
-
 @contextlib.contextmanager
 def _watch(seconds: float | None):
-    """The deadline of the grader's own work on a test cell (``seconds`` and WATCH_GRACE; None: none): a timer
-    raising GraderTimeout where the grader's code is, ringing again a moment later inside an import (a half-imported
-    module would break later submissions) or ``Channel.send`` (the channel's deadline interrupts the kernel)."""
+    """GraderTimeout once ``seconds`` (and up to 1 s of grace; None: never) have passed, raised in the grader's own
+    code: inside an import or ``Channel.send`` (the channel has its own deadline) the timer rings again shortly."""
     if seconds is None or threading.current_thread() is not threading.main_thread():
         yield
         return
-    seconds, done = seconds + min(WATCH_GRACE, seconds), False
+    seconds, done = seconds + min(1.0, seconds), False
 
     def ring(signum, frame):
         if done:  # (rang while the timer was being stopped)
@@ -127,8 +123,7 @@ def notebook_names(source: str, bound) -> list[str]:
     for node in ast.walk(tree):
         if _marked(node):
             node.body = [ast.Pass()]
-    names = cell_names(ast.unparse(tree))
-    return [] if names is None else sorted(n for n in names[2] if n not in bound and not hasattr(builtins, n))
+    return sorted(n for n in cell_names(ast.unparse(tree))[2] if n not in bound and not hasattr(builtins, n))
 
 
 def submission_digest(nb, folder) -> str:
@@ -166,8 +161,7 @@ class Channel:
         return self.request(payload)
 
     def pack(self, value):
-        """``value``, or a wire.Stored standing for it when it is large (by key alone if sent before): a test
-        that passes the arena's results to many calls sends them once."""
+        """``value``, or when it is large a wire.Stored standing for it (by key alone if sent before)."""
         text = wire.dumps(value)
         if len(text) < STORE_FROM:
             return value
