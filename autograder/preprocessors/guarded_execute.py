@@ -4,6 +4,7 @@ cells are decided in this process by ``autograder.verdict``, never in the kernel
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import time
@@ -32,9 +33,8 @@ class GuardedExecute(Execute):
 
     secret_file = Unicode("", help="file holding the grader's secret that salts the hidden tests' random "
                           "cases per submission (made on first use); empty: a new salt every run").tag(config=True)
-    notebook_timeout = Integer(600, help="seconds one notebook may run in all, its cells and the grader's "
-                               "calls together (each cell also has Execute.timeout); past it, the cells "
-                               "left are marked as not run").tag(config=True)
+    notebook_timeout = Integer(600, help="seconds one notebook may run in all, its cells and the grader's calls "
+                               "(each cell also has Execute.timeout); later cells are then not run").tag(config=True)
 
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("kernel_manager_class", IpcKernelManager)  # (sockets that cannot collide: ipc_kernel.py)
@@ -92,8 +92,7 @@ class GuardedExecute(Execute):
         salt = verdicts.salt_for(self._secret, str(meta.get("student")), str(meta.get("assignment")), gid,
                                  self._content)
         seconds = min(float(self.timeout or 60), max(1.0, self._ends - time.monotonic()))
-        if self._grader_channel is None:
-            self._grader_channel = KernelChannel(self)
+        self._grader_channel = self._grader_channel or KernelChannel(self)
         self._grader_channel.begin(seconds)
         decided = verdicts.judge(source, self._tests["setup"], self._grader_channel, salt, seconds)
         self.log.debug("Cell %d (%s): %s", index, gid, decided)
@@ -111,11 +110,9 @@ class GuardedExecute(Execute):
             return secrets.token_bytes(32)
         path = Path(self.secret_file)
         path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as handle:
-                handle.write(secrets.token_bytes(32))
-        except FileExistsError:
-            pass
+        with contextlib.suppress(FileExistsError), \
+                os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as handle:
+            handle.write(secrets.token_bytes(32))
         return path.read_bytes()
 
     def _cell_timeout(self, cell):
@@ -124,9 +121,8 @@ class GuardedExecute(Execute):
         return min(self.timeout, left) if self.timeout and self.timeout > 0 else left
 
     async def _async_handle_timeout(self, timeout, cell=None):
-        """nbclient's handler of a cell not replying in time, which interrupts the kernel: only then is a
-        CellTimeoutError a kernel that ignored the interrupt, else only the cell's closing "idle" was dropped
-        (ZeroMQ's high-water mark). nbclient raises one error for both, with no public hook to tell them apart."""
+        """Records that the kernel was interrupted: nbclient raises CellTimeoutError alike for a kernel that ignored
+        the interrupt and for a cell whose closing "idle" ZeroMQ dropped, with no public hook to tell them apart."""
         self._interrupted = True
         return await super()._async_handle_timeout(timeout, cell)
 
