@@ -270,6 +270,8 @@ def judge(source: str, setup: list[str], channel: Channel, salt: int | None,
             grading.salt = salt
             exec(hidden_code, namespace)
     except ChannelFailure as exc:
+        if isinstance(exc, GraderTimeout) and isinstance(exc.__context__, ChannelFailure):
+            exc = exc.__context__  # (the channel's own failure, which the grader's timer rang over as it unwound)
         ename = "NoAnswer" if type(exc) is ChannelFailure else type(exc).__name__
         decided = Verdict(False, stage, ename, str(exc), lost=isinstance(exc, KernelLost))
     except Exception as exc:  # (line: the innermost of the visible tests' frames, never a hidden test's)

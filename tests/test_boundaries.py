@@ -78,6 +78,22 @@ def test_the_graders_own_work_on_a_cell_is_bounded_by_the_cells_time():
     assert "took longer than" in decided.message
 
 
+class _LostOnCall(DescribesThenForges):
+    """A kernel that answers the description, then is lost on the first call."""
+
+    def request(self, payload):
+        if wire.loads(payload)["op"] != "describe":
+            raise verdict.KernelLost("the kernel ignored the interrupt")
+        return super().request(payload)
+
+
+def test_a_lost_kernel_stays_lost_when_the_graders_timer_rings_as_the_failure_unwinds():
+    # (the cell's finally runs while KernelLost unwinds; the timer rings there, after the cell's time)
+    cell = "try:\n    answer()\nfinally:\n    while True:\n        pass\n"
+    decided = verdict.judge(cell, SETUP, _LostOnCall(0.0), salt=1, seconds=0.3)
+    assert not decided.passed and decided.ename == "KernelLost" and decided.lost, decided
+
+
 def test_a_timeout_inside_a_blocked_reference_leaves_posenc_whole():
     cell = ("with checks.without(posenc.sinusoidal):\n"
             "    while True:\n"
