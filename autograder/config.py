@@ -1,4 +1,4 @@
-"""nbgrader's configuration as the commands load it, the Execute step chosen on the loaded object."""
+"""nbgrader's configuration as the commands load it, the sandbox chosen on the loaded object."""
 
 from __future__ import annotations
 
@@ -8,26 +8,18 @@ from traitlets.config import Config
 from traitlets.config.loader import PyFileConfigLoader
 
 from . import course, sandbox
-from .preprocessors import GuardedExecute
 
 
 def load_config(sandboxed: bool = True) -> Config:
     """nbgrader's configuration as `nbgrader` loads it from the repository root; with ``sandboxed=False``, its
-    autograde runs students' kernels with ``GuardedExecute``, without the sandbox."""
+    ``GuardedExecute`` runs students' kernels without the sandbox."""
     course.course_dir().mkdir(parents=True, exist_ok=True)
     cfg = PyFileConfigLoader("nbgrader_config.py", path=str(course.ROOT)).load_config()
     Path(cfg.Exchange.root).mkdir(parents=True, exist_ok=True)  # (formgrader warns on every page without it)
     # generate_assignment's student copy is a side effect: to the course folder, lessons/ left alone
     cfg.CourseDirectory.release_directory = str(course.course_dir() / "release")
-    if not sandboxed:
-        cfg.Autograde.autograde_preprocessors = [GuardedExecute if issubclass(s, GuardedExecute) else s
-                                                 for s in cfg.Autograde.autograde_preprocessors]
+    cfg.GuardedExecute.sandboxed = sandboxed
     return cfg
-
-
-def execute_step(cfg: Config) -> type:
-    """The Execute step autograde runs under ``cfg``: ``SandboxedExecute`` or ``GuardedExecute``."""
-    return next(s for s in cfg.Autograde.autograde_preprocessors if issubclass(s, GuardedExecute))
 
 
 def refused(unsandboxed: bool, out) -> bool:

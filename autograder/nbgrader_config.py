@@ -29,14 +29,14 @@ c.Execute.skip_cells_with_tag = "posenc-grading-never-skips"
 c.GuardedExecute.secret_file = os.path.join(COURSE, "grading_secret")
 c.GuardedExecute.notebook_timeout = int(os.environ.get("POSENC_NOTEBOOK_TIMEOUT", "600"))
 
-from autograder.preprocessors import InertOutputs, InstructorTests, OverwriteCells, SandboxedExecute  # noqa: E402
+from autograder.preprocessors import GuardedExecute, InertOutputs, InstructorTests, OverwriteCells  # noqa: E402
 from nbconvert.preprocessors import ClearMetadataPreprocessor  # noqa: E402
 from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, ClearOutput, DeduplicateIds,  # noqa: E402
                                     IgnorePattern, LimitOutput, OverwriteKernelspec, SaveAutoGrades)
 
 c.Autograde.sanitize_preprocessors = [ClearOutput, DeduplicateIds, OverwriteKernelspec, OverwriteCells,
                                       CheckCellMetadata]
-c.Autograde.autograde_preprocessors = [InstructorTests, SandboxedExecute, IgnorePattern,
+c.Autograde.autograde_preprocessors = [InstructorTests, GuardedExecute, IgnorePattern,
                                        ClearMetadataPreprocessor, LimitOutput, InertOutputs, SaveAutoGrades,
                                        AssignLatePenalties, CheckCellMetadata]
 # nbformat's schema checked once, after the last step, not after each (an invalid notebook still fails)

@@ -22,8 +22,9 @@ from nbgrader.converters import Autograde
 from traitlets.config.loader import PyFileConfigLoader
 
 import synthetic
-from autograder import autograde, checks, config, course, gradebook, preprocessors, report, scan, submissions
+from autograder import autograde, checks, config, course, gradebook, preprocessors, report, sandbox, scan, submissions
 from autograder.commands import grade as grade_command
+from autograder.ipc_kernel import IpcKernelManager
 from autograder.liveness import cell_names, demo_cells_to_skip
 from autograder.preprocessors.instructor_tests import setup_imports
 from support import run_cli
@@ -75,16 +76,15 @@ def test_grading_runs_every_cell_despite_the_books_skip_tag(tmp_path, monkeypatc
 
 
 def test_the_sandbox_is_chosen_on_the_config_object(tmp_path, monkeypatch):
-    """The course's settings sandbox autograde; `--unsandboxed` is a loaded copy with nbgrader's Execute step
-    guarded but unsandboxed, and the copy alone changes (no environment variable carries the choice)."""
+    """The course's settings sandbox autograde; `--unsandboxed` is a loaded copy whose Execute step starts
+    unsandboxed kernels, and the copy alone changes (no environment variable carries the choice)."""
     monkeypatch.setenv("POSENC_COURSE_DIR", str(tmp_path / "course"))
     sandboxed, unsandboxed = config.load_config(), config.load_config(sandboxed=False)
-    assert config.execute_step(sandboxed) is preprocessors.SandboxedExecute
-    assert config.execute_step(unsandboxed) is preprocessors.GuardedExecute
-    steps = [list(c.Autograde.autograde_preprocessors) for c in (sandboxed, unsandboxed)]
-    assert [s for s in steps[0] if s is not preprocessors.SandboxedExecute] == \
-        [s for s in steps[1] if s is not preprocessors.GuardedExecute]
-    assert config.execute_step(config.load_config()) is preprocessors.SandboxedExecute
+    managers = [preprocessors.GuardedExecute(config=c).kernel_manager_class for c in (sandboxed, unsandboxed)]
+    assert managers == [sandbox.SandboxKernelManager, IpcKernelManager]
+    assert [list(c.Autograde.autograde_preprocessors) for c in (sandboxed, unsandboxed)] == \
+        [list(config.load_config().Autograde.autograde_preprocessors)] * 2
+    assert preprocessors.GuardedExecute(config=config.load_config()).sandboxed
 
 
 def test_the_gradebook_waits_for_a_lock_through_its_url(tmp_path, monkeypatch):

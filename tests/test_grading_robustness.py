@@ -312,7 +312,7 @@ def test_a_finished_cell_whose_last_messages_were_dropped_does_not_stop_the_note
     nb = new_notebook(cells=[new_code_cell(flood), new_code_cell("answer = 41 + 1"), new_code_cell("print(answer)")],
                       metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}})
     monkeypatch.setenv("POSENC_COURSE_DIR", str(tmp_path / "course"))
-    executor = _BusyGrader(config=config.load_config(), timeout=60, iopub_timeout=1)
+    executor = _BusyGrader(config=config.load_config(sandboxed=False), timeout=60, iopub_timeout=1)
     nb, _ = executor.preprocess(nb, {"metadata": {"path": "."}})
     outputs = [o for c in nb.cells for o in c.outputs]
     assert not [o for o in outputs if o.output_type == "error"], outputs
@@ -323,7 +323,7 @@ def test_unsandboxed_kernels_talk_over_socket_files_of_their_own():
     """TCP ports are picked by binding port 0 and letting it go: two kernels started at once (two grading
     workers) can get the same one, and one of them dies before replying to kernel_info. The grader's
     unsandboxed kernels talk over IPC socket files in a private folder, removed with the kernel."""
-    assert preprocessors.GuardedExecute().kernel_manager_class is IpcKernelManager
+    assert preprocessors.GuardedExecute(sandboxed=False).kernel_manager_class is IpcKernelManager
     managers = [IpcKernelManager(kernel_name="python3") for _ in range(2)]
     folders = [Path(m.ip).parent for m in managers]
     assert folders[0] != folders[1] and all(m.transport == "ipc" for m in managers)

@@ -35,7 +35,7 @@ from nbgrader.utils import is_solution
 import synthetic
 from autograder import course, sandbox
 from autograder.config import load_config
-from autograder.preprocessors import SandboxedExecute
+from autograder.preprocessors import GuardedExecute
 from support import run_cli
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("sandbox")]
@@ -565,7 +565,8 @@ def test_course_config_autogrades_in_the_sandbox():
     """autograder/nbgrader_config.py selects the sandboxed Execute step for autograde (and only there:
     students' `nbgrader validate` runs nbgrader's own Execute)."""
     cfg = load_config()
-    assert SandboxedExecute in list(cfg.Autograde.autograde_preprocessors)
+    assert GuardedExecute in list(cfg.Autograde.autograde_preprocessors) and GuardedExecute(config=cfg).sandboxed
+    assert GuardedExecute(config=cfg).kernel_manager_class is sandbox.SandboxKernelManager
     assert "kernel_manager_class" not in cfg.get("Execute", {}), "validate must stay unsandboxed"
 
 

@@ -9,6 +9,7 @@ from nbgrader.preprocessors import CheckCellMetadata, ClearOutput
 from nbgrader.validator import Validator
 
 from .. import config, gradebook
+from ..preprocessors import GuardedExecute
 
 
 class RecordingValidator(Validator):
@@ -25,7 +26,7 @@ def validate(paths, unsandboxed: bool = False, out=print) -> int:
         return 2
     cfg = config.load_config(sandboxed=not unsandboxed)
     validator = RecordingValidator(config=cfg)
-    validator.preprocessors = [CheckCellMetadata, ClearOutput, config.execute_step(cfg)]  # (autograde's Execute)
+    validator.preprocessors = [CheckCellMetadata, ClearOutput, GuardedExecute]  # (autograde's Execute)
     status = 0
     with gradebook.session():
         for path in map(Path, paths):

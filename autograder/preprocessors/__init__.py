@@ -4,6 +4,5 @@ from .guarded_execute import GuardedExecute
 from .inert_outputs import InertOutputs
 from .instructor_tests import InstructorTests
 from .overwrite_cells import OverwriteCells
-from .sandboxed_execute import SandboxedExecute
 
-__all__ = ["GuardedExecute", "InertOutputs", "InstructorTests", "OverwriteCells", "SandboxedExecute"]
+__all__ = ["GuardedExecute", "InertOutputs", "InstructorTests", "OverwriteCells"]

@@ -1,10 +1,12 @@
-"""``GuardedExecute``: nbgrader's Execute, where a dead or unresponsive kernel costs the cells after it, not the
-submission's grade; demo cells nothing later needs are left out (``liveness``); and, while autograding, test
-cells are decided in this process by ``autograder.verdict``, never in the kernel."""
+"""``GuardedExecute``: nbgrader's Execute, each kernel in the bubblewrap sandbox (``sandboxed``; ``--unsandboxed``
+turns it off on the loaded config), where a dead or unresponsive kernel costs the cells after it, not the
+submission's grade, and a cell's output is bounded while it runs; demo cells nothing later needs are left out
+(``liveness``); and, while autograding, test cells are decided in this process by ``autograder.verdict``."""
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import secrets
 import time
@@ -15,12 +17,13 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbformat.v4 import new_output
 from nbgrader.preprocessors import Execute
 from nbgrader.utils import is_grade, is_solution
-from traitlets import Integer, Unicode
+from traitlets import Bool, Integer, Unicode
 
 from .. import verdict as verdicts
 from ..ipc_kernel import IpcKernelManager
 from ..kernel_channel import KernelChannel
 from ..liveness import demo_cells_to_skip
+from ..sandbox import SandboxKernelManager, unavailable
 from .instructor_tests import TESTS_KEY
 
 
@@ -35,14 +38,24 @@ class GuardedExecute(Execute):
                           "cases per submission (made on first use); empty: a new salt every run").tag(config=True)
     notebook_timeout = Integer(600, help="seconds one notebook may run in all, its cells and the grader's calls "
                                "(each cell also has Execute.timeout); later cells are then not run").tag(config=True)
+    sandboxed = Bool(True, help="start each kernel in the bubblewrap sandbox (autograder.sandbox); refuse to run "
+                     "a notebook where it cannot start").tag(config=True)
+    max_output_chars = Integer(2_000_000, help="characters of a cell's output messages (their JSON) kept while it "
+                               "runs (InertOutputs cuts only after the notebook ran, too late for `while True: "
+                               "print(...)`); the rest is dropped, errors kept, and a note says so").tag(config=True)
 
     def __init__(self, *args, **kwargs):
-        kwargs.setdefault("kernel_manager_class", IpcKernelManager)  # (sockets that cannot collide: ipc_kernel.py)
-        super().__init__(*args, **kwargs)
+        super().__init__(*args, **kwargs)  # (nbgrader's Execute passes its own kernel_manager_class)
+        if "kernel_manager_class" not in kwargs:  # (unsandboxed: sockets that cannot collide, ipc_kernel.py)
+            self.kernel_manager_class = SandboxKernelManager if self.sandboxed else IpcKernelManager
         self.timeout_func = self._cell_timeout  # (nbclient's public switch for a cell's timeout)
 
     def preprocess(self, nb, resources=None, km=None):
+        if self.sandboxed and (reason := unavailable()):
+            raise RuntimeError(f"refusing to run this submission unsandboxed: {reason}. "
+                               "`python -m autograder grade --unsandboxed` runs it anyway (see its warning).")
         resources = resources or {}
+        self._output_used = {}
         self._stopped = None  # why execution stopped, once it has
         self._ends = time.monotonic() + self.notebook_timeout
         self._skipped = demo_cells_to_skip(nb)
@@ -103,6 +116,25 @@ class GuardedExecute(Execute):
             where = ("in a hidden test of this cell" if decided.stage == "hidden" else
                      f"at line {decided.line} of this cell's tests" if decided.line else "in this cell's tests")
             cell.outputs.append(_error(decided.ename or "AssertionError", decided.message, f"(failed {where})"))
+
+    def handle_comm_msg(self, outs, msg, cell_index):
+        return None  # nbclient would keep every widget message for a widget state that InertOutputs drops
+
+    def output(self, outs, msg, display_id, cell_index):
+        if msg["msg_type"] != "error":
+            used = self._output_used.get(cell_index, 0)
+            self._output_used[cell_index] = used + len(json.dumps(msg["content"], ensure_ascii=False))
+            if self._output_used[cell_index] > self.max_output_chars:
+                if used <= self.max_output_chars:
+                    text = msg["content"].get("text")
+                    if msg["msg_type"] == "stream" and isinstance(text, str):  # (what fits of it is kept)
+                        super().output(outs, {**msg, "content": {**msg["content"], "text": text[:max(
+                            0, self.max_output_chars - used)]}}, display_id, cell_index)
+                    outs.append(new_output("stream", name="stderr", text=(
+                        f"\n... Output truncated while the cell ran (more than {self.max_output_chars} "
+                        "characters): the rest was not kept ...\n")))
+                return None
+        return super().output(outs, msg, display_id, cell_index)
 
     def _read_secret(self) -> bytes:
         """The grader's secret, made by whichever grading process comes first; without ``secret_file``, a new one."""
