@@ -9,7 +9,7 @@ import os
 import pwd
 import secrets
 import shutil
-import tempfile
+from pathlib import Path
 
 from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.exchange.default import ExchangeCollect, ExchangeReleaseFeedback, ExchangeSubmit
@@ -21,10 +21,10 @@ from .submissions import Refused, Tree
 TIMESTAMP = "timestamp.txt"  # written by nbgrader's submit beside the notebooks; collect writes its own instead
 
 
-def read_submission(path, max_dir_size: int, owner: int | None, ignore: list[str], dest=None) -> Tree:
+def exchange_tree(max_dir_size: int, owner: int | None, ignore: list[str]) -> Tree:
     """``submissions.Tree`` by the exchange's rules: a link anywhere refused, at most ``max_dir_size`` kilobytes (of
     1000 bytes, as nbgrader's setting), the student's timestamp.txt neither read nor copied."""
-    return Tree(1000 * max_dir_size, "CourseDirectory.max_dir_size", owner, [*ignore, TIMESTAMP]).read(path, dest)
+    return Tree(1000 * max_dir_size, "CourseDirectory.max_dir_size", owner, [*ignore, TIMESTAMP])
 
 
 def server_time(tree) -> str:
@@ -53,7 +53,7 @@ class CollectFromOwner(ExchangeCollect):
             claimed = name.rsplit("+", 3)[0]
             try:
                 uid = pwd.getpwnam(claimed).pw_uid
-                ctime = read_submission(path, self.coursedir.max_dir_size, uid, self.coursedir.ignore).ctime
+                ctime = exchange_tree(self.coursedir.max_dir_size, uid, self.coursedir.ignore).read(path).ctime
             except KeyError:
                 self._refuse(name, claimed, f"no user {claimed!r} on this machine")
             except OSError as why:
@@ -87,18 +87,10 @@ class CollectFromOwner(ExchangeCollect):
                     if not ((self.update and newer) or (self.before_duedate and existing != record["timestamp"])):
                         self.log.info("No newer submission to collect: %s %s", student, assignment)
                         continue
-                os.makedirs(os.path.dirname(dest), exist_ok=True)
-                with tempfile.TemporaryDirectory(prefix=".incoming-", dir=os.path.dirname(dest)) as incoming:
-                    copy = os.path.join(incoming, "copy")
-                    tree = read_submission(record["path"], self.coursedir.max_dir_size, record["uid"],
-                                           self.coursedir.ignore, copy)
-                    with open(os.path.join(copy, TIMESTAMP), "w") as out:
-                        out.write(server_time(tree))
-                    self.log.info("%s submission: %s %s", "Updating" if updating else "Collecting", student,
-                                  assignment)
-                    if updating:
-                        shutil.rmtree(dest)
-                    os.rename(copy, dest)
+                tree = exchange_tree(self.coursedir.max_dir_size, record["uid"], self.coursedir.ignore)
+                tree.replace(record["path"], dest, before=lambda copy: Path(copy, TIMESTAMP).write_text(
+                    server_time(tree)))
+                self.log.info("%s submission: %s %s", "Updating" if updating else "Collecting", student, assignment)
             except OSError as why:
                 self._refuse(record["filename"], student, why)
 
@@ -124,7 +116,7 @@ class SubmitChecked(ExchangeSubmit):
     def do_copy(self, src, dest, log=None):
         try:
             for target in (None, dest):  # checked whole before anything is written
-                read_submission(src, self.coursedir.max_dir_size, None, self.coursedir.ignore, target)
+                exchange_tree(self.coursedir.max_dir_size, None, self.coursedir.ignore).read(src, target)
         except Refused as why:
             shutil.rmtree(dest, ignore_errors=True)
             self.fail(f"Not submitted: {why}")

@@ -66,6 +66,19 @@ class Tree:
             os.close(fd)
         return self
 
+    def replace(self, path, dest, where: str = "", before=lambda copy: None) -> Tree:
+        """``read`` into a hidden folder beside ``dest``, ``before(copy)`` called, then swapped in for ``dest`` (an
+        older one, or the folder read itself): a refused or failed copy leaves what was there."""
+        os.makedirs(os.path.dirname(dest), exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix=".incoming-", dir=os.path.dirname(dest)) as incoming:
+            copy = os.path.join(incoming, "copy")
+            self.read(path, copy, where)
+            before(copy)
+            if os.path.exists(dest):
+                shutil.rmtree(dest)
+            os.rename(copy, dest)
+        return self
+
     def check(self, info: os.stat_result, where: str) -> None:
         if self.owner is not None and info.st_uid != self.owner:
             try:
@@ -229,18 +242,17 @@ def _problem(student: str, chapter_dir: Path, known: list[str]) -> str | None:
         hint = f"; found {', '.join(others)}: rename it to {name}.ipynb" if others else ""
         return f"{student}: not graded: {name}/{name}.ipynb is missing{hint}"
     try:
-        _read_chapter(chapter_dir)
+        _chapter_tree().read(chapter_dir, None, name)
         problem = notebook_problem(notebook) or metadata_tampering(notebook, name)
     except Refused as why:  # (a zip restores a mode-000 entry, or a tree deep enough to exhaust a copy's recursion)
         problem = f"{one_line(str(why))}; hand in the notebook and the files it reads"
     return f"{student}: {name} not graded: {problem}. Their previous grades, if any, are kept." if problem else None
 
 
-def _read_chapter(folder: Path, dest: Path | None = None) -> None:
-    """A chapter folder checked (and with ``dest`` copied) by grading's rules: links, LEFT_BEHIND left out."""
+def _chapter_tree() -> Tree:
+    """A chapter folder's walk by grading's rules: links and LEFT_BEHIND left out, at most max_folder_bytes()."""
     limit = max_folder_bytes()
-    tree = Tree(limit, f"POSENC_MAX_SUBMISSION_MB: {limit / 2**20:g} MiB", None, LEFT_BEHIND, leave_links=True)
-    tree.read(folder, dest, folder.name)
+    return Tree(limit, f"POSENC_MAX_SUBMISSION_MB: {limit / 2**20:g} MiB", None, LEFT_BEHIND, leave_links=True)
 
 
 def metadata_tampering(path: Path, assignment: str) -> str | None:
@@ -272,13 +284,7 @@ def metadata_tampering(path: Path, assignment: str) -> str | None:
 
 
 def copy_in(sub: Submission, cfg) -> Path:
-    """One submission copied, as it is checked, beside nbgrader's submitted/<student>/<assignment>/, then swapped in
-    for it (an older one, or itself when ``grade`` is given the submitted folder): a failed copy leaves what was."""
+    """One submission copied as it is checked, then swapped in for nbgrader's submitted/<student>/<assignment>/."""
     dest = Path(cfg.CourseDirectory.submitted_directory) / sub.student / sub.assignment
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix=".incoming-", dir=dest.parent) as incoming:
-        _read_chapter(sub.folder, Path(incoming) / sub.assignment)
-        if dest.exists():
-            shutil.rmtree(dest)
-        os.rename(Path(incoming) / sub.assignment, dest)
+    _chapter_tree().replace(sub.folder, dest, sub.folder.name)
     return dest

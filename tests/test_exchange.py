@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from autograder.exchange import Refused, read_submission, server_time
+from autograder.exchange import Refused, exchange_tree, server_time
 
 LIMIT = 10  # kilobytes, as nbgrader's CourseDirectory.max_dir_size
 
@@ -24,7 +24,7 @@ def submission(tmp_path):
 
 def test_a_plain_submission_is_copied_without_its_timestamp(tmp_path):
     folder = submission(tmp_path)
-    tree = read_submission(folder, LIMIT, os.getuid(), [".ipynb_checkpoints"], dest=tmp_path / "copy")
+    tree = exchange_tree(LIMIT, os.getuid(), [".ipynb_checkpoints"]).read(folder, tmp_path / "copy")
     assert sorted(p.relative_to(tmp_path / "copy").as_posix() for p in (tmp_path / "copy").rglob("*")) == [
         "02_sinusoidal.ipynb", "sub", "sub/data.txt"]
     assert (tmp_path / "copy" / "sub" / "data.txt").read_text() == "1234"
@@ -41,28 +41,28 @@ def test_a_submission_is_refused_before_anything_is_copied(tmp_path, make, reaso
     folder = submission(tmp_path)
     make(folder)
     with pytest.raises(Refused, match=reason):
-        read_submission(folder, LIMIT, os.getuid(), [".ipynb_checkpoints"])
+        exchange_tree(LIMIT, os.getuid(), [".ipynb_checkpoints"]).read(folder)
 
 
 def test_the_folder_itself_as_a_link_is_refused(tmp_path):
     link = tmp_path / "link"
     link.symlink_to(submission(tmp_path))
     with pytest.raises(Refused, match="not a folder of its own"):
-        read_submission(link, LIMIT, os.getuid(), [])
+        exchange_tree(LIMIT, os.getuid(), []).read(link)
 
 
 def test_an_entry_of_another_owner_is_refused(tmp_path):
     with pytest.raises(Refused, match="belongs to"):
-        read_submission(submission(tmp_path), LIMIT, os.getuid() + 1, [".ipynb_checkpoints"])
+        exchange_tree(LIMIT, os.getuid() + 1, [".ipynb_checkpoints"]).read(submission(tmp_path))
 
 
 def test_a_change_after_submitting_moves_the_time_on(tmp_path):
     folder = submission(tmp_path)
-    before = read_submission(folder, LIMIT, os.getuid(), [".ipynb_checkpoints"]).ctime
+    before = exchange_tree(LIMIT, os.getuid(), [".ipynb_checkpoints"]).read(folder).ctime
     time.sleep(0.02)
     (folder / "sub" / "data.txt").write_text("changed after the due date")
     os.utime(folder / "sub" / "data.txt", (0, 0))  # the modification time moved back: the change time cannot be
-    assert read_submission(folder, LIMIT, os.getuid(), [".ipynb_checkpoints"]).ctime > before
+    assert exchange_tree(LIMIT, os.getuid(), [".ipynb_checkpoints"]).read(folder).ctime > before
 
 
 def test_feedback_one_student_cannot_release_costs_only_that_student_a_line(tmp_path):
