@@ -17,15 +17,13 @@ def _names(node) -> tuple[set[str], set[str]]:
     globals until it binds it (``x = x``), so every name it uses but an enclosing function's counts."""
     top = symtable.symtable(ast.unparse(node), "<cell>", "exec")
     binds = {s.get_name() for s in top.get_symbols() if s.is_assigned() or s.is_imported()}
-    # (``x += 1`` reads x, which the symbol tables count as a binding only)
-    augmented = {n.target.id for n in ast.walk(node) if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name)}
     reads, tables = set(), [top]
     while tables:
         table = tables.pop()
         tables += table.get_children()
         in_class = table.get_type() == "class"
-        reads |= {s.get_name() for s in table.get_symbols() if (s.is_referenced() or s.get_name() in augmented)
-                  and (s.is_global() or in_class and not s.is_free())}
+        reads |= {s.get_name() for s in table.get_symbols()
+                  if s.is_referenced() and (s.is_global() or in_class and not s.is_free())}
     return binds, reads
 
 
@@ -46,19 +44,6 @@ def _target_names(node) -> set[str]:
     if isinstance(node, ast.Starred):
         return _target_names(node.value)
     return set().union(*map(_target_names, node.elts)) if isinstance(node, (ast.Tuple, ast.List)) else set()
-
-
-def _kills(stmt, binds: set[str]) -> set[str]:
-    """Names a simple statement always rebinds."""
-    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        return {stmt.name}
-    if isinstance(stmt, (ast.Import, ast.ImportFrom)):
-        return binds
-    if isinstance(stmt, ast.Assign):
-        return set().union(*(_target_names(t) for t in stmt.targets))
-    if isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
-        return _target_names(stmt.target)
-    return set()
 
 
 def _block(stmts, killed: tuple[set[str], ...]) -> tuple[set[str], set[str], set[str]]:
@@ -82,8 +67,14 @@ def _block(stmts, killed: tuple[set[str], ...]) -> tuple[set[str], set[str], set
         elif isinstance(stmt, ast.Try):
             parts = [_block(block, done) for block in (stmt.body, stmt.orelse, stmt.finalbody)]
             parts += [_block(h.body, (*done, {h.name})) for h in stmt.handlers]
-        else:
-            kills |= _kills(stmt, stmt_binds)
+        elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            kills.add(stmt.name)
+        elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            kills |= stmt_binds
+        elif isinstance(stmt, ast.Assign):
+            kills |= set().union(*map(_target_names, stmt.targets))
+        elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+            kills |= _target_names(stmt.target)
         for part_binds, _, part_reads in parts:
             binds |= part_binds
             reads |= part_reads
@@ -105,19 +96,22 @@ def cell_names(source: str) -> tuple[frozenset[str], frozenset[str], frozenset[s
             from IPython.core.inputtransformer2 import TransformerManager
 
             tree = ast.parse(TransformerManager().transform_cell(source))
+        for node in ast.walk(tree):  # ``x += 1`` as ``x += x, 1``: it reads x (a binding only, to the symbol tables)
+            if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+                node.value = ast.Tuple([ast.Name(node.target.id), node.value])
         return tuple(frozenset(names) for names in _block(tree.body, ()))
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
 
 
-def is_demo(cell, tag: str = DEMO_TAG) -> bool:
-    """A code cell tagged ``tag`` that nbgrader does not grade, lock or treat as a solution."""
+def is_demo(cell) -> bool:
+    """A code cell tagged ``demo`` that nbgrader does not grade, lock or treat as a solution."""
     meta = cell.metadata.get("nbgrader", {})
-    return (cell.cell_type == "code" and tag in cell.metadata.get("tags", [])
+    return (cell.cell_type == "code" and DEMO_TAG in cell.metadata.get("tags", [])
             and not (meta.get("grade") or meta.get("solution") or meta.get("locked")))
 
 
-def demo_cells_to_skip(nb, tag: str = DEMO_TAG) -> set[int]:
+def demo_cells_to_skip(nb) -> set[int]:
     """Indices of the demo cells grading can leave out. Walking back from the last cell with the names a later
     cell that runs may read: a demo cell binding none of them is left out; any other cell runs, and its reads
     replace the names it always rebinds. A cell that does not parse makes every earlier cell run."""
@@ -130,7 +124,7 @@ def demo_cells_to_skip(nb, tag: str = DEMO_TAG) -> set[int]:
         if names is None:
             break
         binds, kills, reads = names
-        if is_demo(cell, tag) and not binds & live:
+        if is_demo(cell) and not binds & live:
             skip.add(index)
         else:
             live = (live - kills) | reads
