@@ -1,17 +1,13 @@
-"""The feedback page: nbgrader's, except that an answer nobody has graded yet reads "awaiting grading" (nbgrader
-0.9 shows it as 0 points); nbgrader_config.py makes ``FeedbackExporter`` every feedback page's exporter."""
-
-from __future__ import annotations
+"""The feedback page: nbgrader's, but an answer nobody has graded yet reads "awaiting grading" (nbgrader 0.9: 0)."""
 
 import os
-from pathlib import Path
 
 import nbgrader.utils
 from nbconvert.exporters import HTMLExporter
 from nbgrader.api import Gradebook
 from nbgrader.preprocessors import NbGraderPreprocessor
 
-TEMPLATES = Path(__file__).resolve().parent / "templates"
+TEMPLATES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "templates")
 _FORMGRADER = os.path.join(os.path.dirname(nbgrader.__file__), "server_extensions", "formgrader")
 NBGRADER_TEMPLATES = os.path.join(_FORMGRADER, "templates")
 BOOTSTRAP_CSS = os.path.join(_FORMGRADER, "static", "node_modules", "bootstrap", "dist", "css")  # the page inlines it
@@ -33,12 +29,11 @@ class AwaitingGrades(NbGraderPreprocessor):
 
 
 class FeedbackExporter(HTMLExporter):
-    """nbgrader's feedback exporter with ``AwaitingGrades`` and the course's template, which extends nbgrader's
-    feedback template by its path (that one inlines bootstrap.min.css)."""
+    """nbgrader's feedback exporter with ``AwaitingGrades`` and the course's template, which extends nbgrader's."""
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
-        self.extra_template_basedirs = [str(TEMPLATES), NBGRADER_TEMPLATES, *self.extra_template_basedirs]
+        self.extra_template_basedirs = [TEMPLATES, NBGRADER_TEMPLATES, *self.extra_template_basedirs]
         self.extra_template_paths = [*self.extra_template_paths, NBGRADER_TEMPLATES, BOOTSTRAP_CSS]
         self.template_name = "posenc_feedback"  # (not through HTMLExporter's settings: formgrader shares them)
         self.template_paths = self._template_paths()  # computed during __init__ for the configured template

@@ -1,7 +1,4 @@
-"""Student strings made safe for a person to read: on a terminal (no escape sequence, carriage return or
-bidirectional control reaches it), in one row of a table, in a spreadsheet (no cell runs as a formula)."""
-
-from __future__ import annotations
+"""Student strings made safe for a person to read: on a terminal, in one row of a table, in a spreadsheet."""
 
 import io
 import re
