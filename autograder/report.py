@@ -1,7 +1,4 @@
-"""What `grade` prints: per chapter, a row per student with the score of every problem, the total, and notes on
-what happened while grading (read from the autograded notebook)."""
-
-from __future__ import annotations
+"""What `grade` prints: per chapter, each student's scores and notes on what happened while grading."""
 
 import collections
 from pathlib import Path
@@ -24,8 +21,7 @@ def problems(assignment: str) -> list[Problem]:
             for c in cells if is_grade(c) or is_task(c)]
 
 
-# The error outputs in an autograded notebook that the instructor should hear about, and what each means (a
-# RuntimeError only when it is the block on posenc's reference, _REFERENCE in its message).
+# The errors in an autograded notebook the instructor should hear of (a RuntimeError only with _REFERENCE in it).
 _NOTABLE = {"CellTimeoutError": "timed out", "KernelDied": "kernel died (os._exit or crash): later cells not run",
             "KernelUnresponsive": "ignored the timeout interrupt: later cells not run",
             "RuntimeError": "called posenc's reference", "SystemExit": "sys.exit() in a cell",
@@ -35,16 +31,14 @@ _REFERENCE = "is the reference this exercise asks you to write"
 
 
 def notes_for(assignment: str, student: str, cfg) -> list[str]:
-    """Short notes on what happened while grading one submission, read from its autograded notebook, and its
-    ``reference_notes``."""
+    """Notes on what happened while grading one submission (its autograded notebook), and its ``reference_notes``."""
     path = Path(cfg.CourseDirectory.autograded_directory) / student / assignment / f"{assignment}.ipynb"
     if not path.exists():
         return []
     cells_by_note = {}  # what it means -> {cell: None}, in order
     for index, cell in enumerate(nbformat.read(path, as_version=4).cells):
         for out in cell.get("outputs", []):
-            ename = out.get("ename") if out.get("output_type") == "error" else None
-            note = _NOTABLE.get(ename) if isinstance(ename, str) else None
+            note = _NOTABLE.get(out.get("ename")) if out.get("output_type") == "error" else None
             if note and (out["ename"] != "RuntimeError" or _REFERENCE in out.get("evalue", "")):
                 cells_by_note.setdefault(note, {})[course.grade_id(cell) or f"cell {index}"] = None
     notes = [(", ".join(cells) if len(cells) <= 2 else f"{next(iter(cells))} and {len(cells) - 1} more cells")
@@ -54,8 +48,7 @@ def notes_for(assignment: str, student: str, cfg) -> list[str]:
 
 def reference_notes(assignment: str, student: str, cfg) -> list[str]:
     """A note when the student's handed-in notebook holds code that can reach posenc's reference around the
-    tests' block (``scan.AROUND_THE_REFERENCE``): such code can score what the student did not write, and the
-    grade cannot tell; `scan` lists every line."""
+    tests' block (``scan.AROUND_THE_REFERENCE``), which can score what they did not write (`scan`: every line)."""
     path = Path(cfg.CourseDirectory.submitted_directory) / student / assignment / f"{assignment}.ipynb"
     try:
         found = [f for f in scan.scan_notebook(path, student, assignment) if f.message in scan.AROUND_THE_REFERENCE]

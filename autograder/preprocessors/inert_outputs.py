@@ -1,5 +1,4 @@
-"""``InertOutputs``: nothing in the autograded notebook that a browser would run, no output text longer than
-``MAX_TEXT_CHARS`` (the policy and why: autograder/README.md, "The additions")."""
+"""``InertOutputs``: nothing in the autograded notebook that a browser would run (why: autograder/README.md)."""
 
 import base64
 import functools
@@ -65,8 +64,7 @@ def _inert_output(output, max_image_bytes: int, max_chars: int) -> tuple[Noteboo
         return new_output("stream", name=name if name in ("stdout", "stderr") else "stdout", text=text), None
     if kind == "error":
         traceback = output["traceback"] if isinstance(output.get("traceback"), list) else []
-        ename, evalue = (_text(str(output.get(key, "")), max_chars) for key in ("ename", "evalue"))
-        return new_output("error", ename=ename, evalue=evalue,
+        return new_output("error", **{key: _text(str(output.get(key, "")), max_chars) for key in ("ename", "evalue")},
                           traceback=[_text(str(line), max_chars) for line in traceback]), None
     if kind not in ("display_data", "execute_result"):
         return None, f"an output of unknown kind {_label(kind)!r}"

@@ -1,5 +1,4 @@
-"""``InstructorTests`` (before execution): the instructor's test cells, from the gradebook and never the
-submission's copies, and the setup cells' imports, in nbgrader's resources (``TESTS_KEY``) for ``GuardedExecute``."""
+"""``InstructorTests``: the instructor's test cells, never the submission's, and setup imports, from the gradebook."""
 
 import ast
 
