@@ -9,6 +9,8 @@ import symtable
 MAX_SOURCE = 200_000  # a longer cell is not analysed (like one that does not parse): it would cost minutes
 DEMO_TAG = "demo"
 _COMPOUND = (ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.AsyncWith, ast.Try)
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom, ast.Assign,
+                ast.AnnAssign)  # a statement that binds what it binds whenever it runs (but a bare annotation)
 
 
 def _names(node) -> tuple[set[str], set[str]]:
@@ -38,43 +40,29 @@ def _head(stmt):
     return head
 
 
-def _target_names(node) -> set[str]:
-    if isinstance(node, ast.Name):
-        return {node.id}
-    if isinstance(node, ast.Starred):
-        return _target_names(node.value)
-    return set().union(*map(_target_names, node.elts)) if isinstance(node, (ast.Tuple, ast.List)) else set()
-
-
-def _block(stmts, killed: tuple[set[str], ...]) -> tuple[set[str], set[str], set[str]]:
+def _block(stmts, killed: tuple[set[str], ...], walrus: set[str]) -> tuple[set[str], set[str], set[str]]:
     """``(binds, kills, reads)`` of statements run in order, after the names in ``killed`` were rebound. What a
-    loop's or an ``if``'s body rebinds is no kill after it (it may not run)."""
+    loop's or an ``if``'s body rebinds is no kill after it (it may not run), nor what a walrus binds (``walrus``)."""
     binds, kills, reads = set(), set(), set()
     done = (*killed, kills)  # (kills grows in place)
     for stmt in stmts:
         stmt_binds, stmt_reads = _names(_head(stmt) if isinstance(stmt, _COMPOUND) else stmt)
+        surely = stmt_binds - walrus
         binds |= stmt_binds
         reads |= {name for name in stmt_reads if not any(name in names for names in done)}
         parts = []
         if isinstance(stmt, (ast.For, ast.AsyncFor)):
-            parts = [_block(stmt.body, (*done, _target_names(stmt.target))), _block(stmt.orelse, done)]
+            parts = [_block(stmt.body, (*done, surely), walrus), _block(stmt.orelse, done, walrus)]
         elif isinstance(stmt, (ast.While, ast.If)):
-            parts = [_block(stmt.body, done), _block(stmt.orelse, done)]
+            parts = [_block(stmt.body, done, walrus), _block(stmt.orelse, done, walrus)]
         elif isinstance(stmt, (ast.With, ast.AsyncWith)):
-            target = set().union(*(_target_names(i.optional_vars) for i in stmt.items if i.optional_vars))
-            parts = [_block(stmt.body, (*done, target))]
-            kills |= target | parts[0][1]  # a with's body runs (or the cell stops with an error)
+            parts = [_block(stmt.body, (*done, surely), walrus)]
+            kills |= surely | parts[0][1]  # a with's body runs (or the cell stops with an error)
         elif isinstance(stmt, ast.Try):
-            parts = [_block(block, done) for block in (stmt.body, stmt.orelse, stmt.finalbody)]
-            parts += [_block(h.body, (*done, {h.name})) for h in stmt.handlers]
-        elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            kills.add(stmt.name)
-        elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
-            kills |= stmt_binds
-        elif isinstance(stmt, ast.Assign):
-            kills |= set().union(*map(_target_names, stmt.targets))
-        elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
-            kills |= _target_names(stmt.target)
+            parts = [_block(block, done, walrus) for block in (stmt.body, stmt.orelse, stmt.finalbody)]
+            parts += [_block(h.body, (*done, {h.name}), walrus) for h in stmt.handlers]
+        elif isinstance(stmt, _DEFINITIONS) and getattr(stmt, "value", stmt) is not None:  # (x: int binds no x)
+            kills |= surely
         for part_binds, _, part_reads in parts:
             binds |= part_binds
             reads |= part_reads
@@ -96,10 +84,13 @@ def cell_names(source: str) -> tuple[frozenset[str], frozenset[str], frozenset[s
             from IPython.core.inputtransformer2 import TransformerManager
 
             tree = ast.parse(TransformerManager().transform_cell(source))
+        walrus = set()
         for node in ast.walk(tree):  # ``x += 1`` as ``x += x, 1``: it reads x (a binding only, to the symbol tables)
             if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
                 node.value = ast.Tuple([ast.Name(node.target.id), node.value])
-        return tuple(frozenset(names) for names in _block(tree.body, ()))
+            elif isinstance(node, ast.NamedExpr):
+                walrus.add(node.target.id)
+        return tuple(frozenset(names) for names in _block(tree.body, (), walrus))
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
 
