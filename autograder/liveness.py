@@ -84,13 +84,16 @@ def cell_names(source: str) -> tuple[frozenset[str], frozenset[str], frozenset[s
             from IPython.core.inputtransformer2 import TransformerManager
 
             tree = ast.parse(TransformerManager().transform_cell(source))
-        walrus = set()
+        walrus, declared = set(), set()  # (declared: a global statement's names, which a function may bind)
         for node in ast.walk(tree):  # ``x += 1`` as ``x += x, 1``: it reads x (a binding only, to the symbol tables)
             if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
                 node.value = ast.Tuple([ast.Name(node.target.id), node.value])
             elif isinstance(node, ast.NamedExpr):
                 walrus.add(node.target.id)
-        return tuple(frozenset(names) for names in _block(tree.body, (), walrus))
+            elif isinstance(node, ast.Global):
+                declared.update(node.names)
+        binds, kills, reads = _block(tree.body, (), walrus)
+        return frozenset(binds | declared), frozenset(kills), frozenset(reads)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
 

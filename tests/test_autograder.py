@@ -610,6 +610,13 @@ def test_a_demo_cell_whose_name_a_student_reads_in_a_nested_scope_still_runs(stu
     assert demo_cells_to_skip(nb) == set()
 
 
+def test_a_demo_cell_binding_a_name_through_a_global_statement_runs():
+    """A function's global statement binds the notebook's name when the cell calls it."""
+    nb = _nb(("def setup():\n    global a\n    a = 3\nsetup()", ["demo"], None),
+             ("print(a)", [], {"solution": True, "grade_id": "s", "locked": False}))
+    assert demo_cells_to_skip(nb) == set()
+
+
 def _nb(*cells):
     nb = nbformat.v4.new_notebook()
     for source, tags, meta in cells:
