@@ -129,7 +129,9 @@ def scan_source(source: str, depth: int = 0) -> list[tuple[int, str]]:
     rewritten = {n for n, (was, now) in enumerate(zip(before, code.splitlines()), 1)
                  if was != now and "get_ipython" not in unicodedata.normalize("NFKC", was)}
     try:
-        return sorted(set(_Cell(ast.parse(code), rewritten, depth).findings()))
+        cell = _Cell(ast.parse(code), rewritten, depth)
+        return sorted({(getattr(node, "lineno", 1), message) for node in cell.nodes
+                       for message in getattr(cell, type(node).__name__, lambda _: ())(node)})
     except (SyntaxError, RecursionError, MemoryError, ValueError) as exc:  # (too deep or too large, too)
         found = {(getattr(exc, "lineno", None) or 1, f"does not parse as Python {TEXT_ONLY}")}
     return sorted(_words(source) if depth else found | {(n, f"{TEXT_ONLY} {m}") for n, m in _words(source)})
@@ -149,11 +151,6 @@ class _Cell:
         bound += [n.arg for n in nodes if isinstance(n, ast.arg)]
         bound += [n.name for n in nodes if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
         self.local = set(bound) - set(self.imported)  # a variable `code` is not the module code
-
-    def findings(self):
-        for node in self.nodes:
-            for message in getattr(self, type(node).__name__, lambda node: ())(node):
-                yield getattr(node, "lineno", 1), message
 
     def module_of(self, node) -> str:
         """The module a name stands for (its import, else itself); "" for what is not a name."""

@@ -1,5 +1,4 @@
-"""``python -m autograder scan SUBMISSIONS``: ``autograder.scan``'s findings in every readable submission, as a
-table for the instructor to read: findings, not verdicts."""
+"""``python -m autograder scan SUBMISSIONS``: ``autograder.scan``'s findings (not verdicts) as a table."""
 
 from __future__ import annotations
 
@@ -11,8 +10,7 @@ from .. import submissions
 
 
 def scan(folder: Path) -> tuple[list[code_scan.Finding], list[str]]:
-    """Findings for every readable submission under folder (<student>/<chapter>/<chapter>.ipynb); a file
-    that cannot be read gives one line, and the others are scanned."""
+    """Findings in every submission under ``folder``, and a line for each file that cannot be read."""
     found, errors = submissions.find_submissions(Path(folder))
     findings = []
     for sub in found:
@@ -27,6 +25,5 @@ def scan(folder: Path) -> tuple[list[code_scan.Finding], list[str]]:
 def format_findings(findings: list[code_scan.Finding]) -> str:
     rows = [("student", "chapter", "cell", "line", "finding")]
     rows += [[printable.one_line(field) for field in f] for f in findings]  # (student strings: one line each)
-    widths = [max(len(r[i]) for r in rows) for i in range(4)]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(r[:4], widths)) + "  " + r[4] for r in rows]
-    return "\n".join(lines) if findings else "no findings"
+    widths = [max(len(r[i]) for r in rows) for i in range(4)] + [0]  # (the finding, last, is not padded)
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows) if findings else "no findings"
