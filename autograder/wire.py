@@ -118,24 +118,12 @@ def _raw_array(obj: dict, dtype: str) -> np.ndarray:
     return np.frombuffer(data, dtype=dtype).reshape(shape).copy()
 
 
-def _take(left: list, count: int) -> None:  # (left[0]: the values the payload may still decode to)
-    left[0] -= count
-    if left[0] < 0:
-        raise WireError(f"more than {MAX_ELEMENTS} values in one payload")
-
-
-def _dict(pairs: list) -> dict:
-    counts = collections.Counter(hash(key) for key, _ in pairs)  # (TypeError: a key that is not hashable)
-    if max(counts.values(), default=0) > MAX_SHARED_HASH:
-        raise WireError(f"more than {MAX_SHARED_HASH} keys of one dict share a hash (keys chosen to make the dict "
-                        "slow to build)")
-    return dict(pairs)
-
-
-def _decode(obj, depth: int, left: list):
+def _decode(obj, depth: int, left: list):  # (left[0]: the values the payload may still decode to)
     if depth > MAX_DEPTH:
         raise WireError(f"values nested more than {MAX_DEPTH} levels deep")
-    _take(left, 1)
+    left[0] -= 1
+    if left[0] < 0:
+        raise WireError(f"more than {MAX_ELEMENTS} values in one payload")
     if obj is None or isinstance(obj, (bool, str, int, float)):
         return obj
     if isinstance(obj, list):
@@ -161,17 +149,21 @@ def _decode(obj, depth: int, left: list):
                                                               tensor.is_floating_point())
     if tag == "range":  # (range() refuses what is not three ints, and a step of 0)
         value = range(obj.get("start"), obj.get("stop"), obj.get("step"))
-        try:
-            _take(left, len(value))  # (lazy here, but every check turns it into a list or an array)
-        except (OverflowError, WireError):
-            raise WireError(f"a range of more than {MAX_ELEMENTS} values") from None
+        if value[left[0]:]:  # (more values than are left; lazy here, but every check makes it a list or an array)
+            raise WireError(f"a range of more than {MAX_ELEMENTS} values")
+        left[0] -= len(value)
         return value
     if tag == "tuple":
         return tuple(_decode(v, depth + 1, left) for v in items)
     if tag == "dict":
         if not all(isinstance(pair, list) and len(pair) == 2 for pair in items):
             raise WireError("malformed dict entry")
-        return _dict([(_decode(k, depth + 1, left), _decode(v, depth + 1, left)) for k, v in items])
+        pairs = [(_decode(k, depth + 1, left), _decode(v, depth + 1, left)) for k, v in items]
+        counts = collections.Counter(hash(key) for key, _ in pairs)  # (TypeError: a key that is not hashable)
+        if max(counts.values(), default=0) > MAX_SHARED_HASH:
+            raise WireError(f"more than {MAX_SHARED_HASH} keys of one dict share a hash (keys chosen to make the "
+                            "dict slow to build)")
+        return dict(pairs)
     if tag == "unsupported":
         return Unsupported(obj.get("type", "?"), obj.get("text", ""))
     if tag == "stored":
