@@ -1,11 +1,9 @@
-"""The helpers a locked test cell reads as ``checks.<name>``, in the student's kernel in the notebook; while
-autograding, the grading process (``autograder.verdict``) hands each test cell a ``Checks`` bound to a ``Grading``."""
+"""The helpers a locked test cell reads as ``checks.<name>`` (``Checks``: the notebook's, or the grader's)."""
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-import functools
 import importlib
 import importlib.abc
 import importlib.util
@@ -84,7 +82,6 @@ def equal(actual, expected, what="the answer"):
                              f"got {a[index]:g} ({int(wrong.sum())} of {wrong.size} entries differ)")
 
 
-@functools.lru_cache(maxsize=None)  # (a code object is immutable; making one costs tens of microseconds a request)
 def _blocked(qualname, n_freevars):
     """A code object that raises, with as many free variables as the function it replaces (Python requires it)."""
     free = ", ".join(f"_{i}" for i in range(n_freevars))
@@ -220,9 +217,7 @@ class Checks:
         ``blocked`` references blocked (``without``); then, here, ``judge(*case, result)`` on each case in order,
         which raises AssertionError in words, raised again with its case named first (``name(*case)``, or "case
         3 of 20"). The function gets ``case`` itself, or ``call(*case)`` where a case carries more than the call;
-        where a case is judged on several calls, ``calls(*case)`` lists them and the judge gets their results."""
-        if call is not None and calls is not None:
-            raise TypeError("each_case takes call or calls, not both")
+        where a case is judged on several calls, ``calls(*case)`` instead lists them, the judge gets the results."""
         cases = [tuple(case) for case in cases]
         grouped = [[tuple(c) for c in calls(*case)] if calls else [tuple(call(*case)) if call else case]
                    for case in cases]
