@@ -1,5 +1,4 @@
-"""The grader's agent in a student's kernel (an IPython extension of the grading kernel): answers the grader's
-requests on the comm ``TARGET`` in ``wire`` values. It runs beside the student's code: nothing it says is trusted."""
+"""The grader's agent in the student's kernel (IPython extension): answers on the comm ``TARGET``, never trusted."""
 
 from __future__ import annotations
 
@@ -84,8 +83,6 @@ def bounded_writes(stream) -> None:
 
     def bounded(string):
         nonlocal pending
-        if not isinstance(string, str):
-            return write(string)  # (ipykernel's own error)
         for start in range(0, len(string), FLUSH_CHARS):
             piece = string[start:start + FLUSH_CHARS]
             write(piece)
