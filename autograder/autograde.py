@@ -1,5 +1,4 @@
-"""nbgrader's autograde on many submissions: one after the other in this process, or ``jobs`` at a time in worker
-processes that share the gradebook, under the configuration given (sandboxed or not: ``autograder.config``)."""
+"""nbgrader's autograde on many submissions, in this process or in ``jobs`` worker processes (``autograde``)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""The gradebook: nbgrader's database (SQLite, or the PostgreSQL server ``POSENC_DB_URL`` names) through its API,
-unpatched: assignments and students in, scores out (autograder/README.md, "The gradebook on a PostgreSQL server")."""
+"""nbgrader's gradebook (SQLite or PostgreSQL) through its unpatched API: assignments and students in, scores out."""
 
 from __future__ import annotations
 
@@ -116,8 +115,7 @@ def session():
 
 @contextlib.contextmanager
 def opened(cfg):
-    """The course's gradebook, open for the block (inside a ``session``); a server that does not answer raises
-    ``Unavailable``."""
+    """The course's gradebook, open for the block (inside a ``session``); ``Unavailable`` if its server is down."""
     url = cfg.CourseDirectory.db_url
     with session():
         try:

@@ -1,5 +1,4 @@
-"""The grading process's requests to the student's kernel while nbgrader executes it, one message each on the
-agent's comm (``agent.TARGET``): no cell runs, so no IPython hook of the notebook is involved."""
+"""The grading process's requests to the student's kernel, one message each on the agent's comm (``agent.TARGET``)."""
 
 from __future__ import annotations
 
