@@ -40,27 +40,28 @@ def _head(stmt):
     return head
 
 
-def _block(stmts, killed: tuple[set[str], ...], walrus: set[str]) -> tuple[set[str], set[str], set[str]]:
+def _block(stmts, killed: tuple[set[str], ...], maybe: set[str]) -> tuple[set[str], set[str], set[str]]:
     """``(binds, kills, reads)`` of statements run in order, after the names in ``killed`` were rebound. What a
-    loop's or an ``if``'s body rebinds is no kill after it (it may not run), nor what a walrus binds (``walrus``)."""
+    loop's or an ``if``'s body rebinds is no kill after it (it may not run), nor a name in ``maybe`` (a walrus's,
+    a comprehension's variable)."""
     binds, kills, reads = set(), set(), set()
     done = (*killed, kills)  # (kills grows in place)
     for stmt in stmts:
         stmt_binds, stmt_reads = _names(_head(stmt) if isinstance(stmt, _COMPOUND) else stmt)
-        surely = stmt_binds - walrus
+        surely = stmt_binds - maybe
         binds |= stmt_binds
         reads |= {name for name in stmt_reads if not any(name in names for names in done)}
         parts = []
         if isinstance(stmt, (ast.For, ast.AsyncFor)):
-            parts = [_block(stmt.body, (*done, surely), walrus), _block(stmt.orelse, done, walrus)]
+            parts = [_block(stmt.body, (*done, surely), maybe), _block(stmt.orelse, done, maybe)]
         elif isinstance(stmt, (ast.While, ast.If)):
-            parts = [_block(stmt.body, done, walrus), _block(stmt.orelse, done, walrus)]
+            parts = [_block(stmt.body, done, maybe), _block(stmt.orelse, done, maybe)]
         elif isinstance(stmt, (ast.With, ast.AsyncWith)):
-            parts = [_block(stmt.body, (*done, surely), walrus)]
+            parts = [_block(stmt.body, (*done, surely), maybe)]
             kills |= surely | parts[0][1]  # a with's body runs (or the cell stops with an error)
         elif isinstance(stmt, ast.Try):
-            parts = [_block(block, done, walrus) for block in (stmt.body, stmt.orelse, stmt.finalbody)]
-            parts += [_block(h.body, (*done, {h.name}), walrus) for h in stmt.handlers]
+            parts = [_block(block, done, maybe) for block in (stmt.body, stmt.orelse, stmt.finalbody)]
+            parts += [_block(h.body, (*done, {h.name}), maybe) for h in stmt.handlers]
         elif isinstance(stmt, _DEFINITIONS) and getattr(stmt, "value", stmt) is not None:  # (x: int binds no x)
             kills |= surely
         for part_binds, _, part_reads in parts:
@@ -84,15 +85,15 @@ def cell_names(source: str) -> tuple[frozenset[str], frozenset[str], frozenset[s
             from IPython.core.inputtransformer2 import TransformerManager
 
             tree = ast.parse(TransformerManager().transform_cell(source))
-        walrus, declared = set(), set()  # (declared: a global statement's names, which a function may bind)
+        maybe, declared = set(), set()  # (declared: a global statement's names, which a function may bind)
         for node in ast.walk(tree):  # ``x += 1`` as ``x += x, 1``: it reads x (a binding only, to the symbol tables)
             if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
                 node.value = ast.Tuple([ast.Name(node.target.id), node.value])
-            elif isinstance(node, ast.NamedExpr):
-                walrus.add(node.target.id)
+            elif isinstance(node, (ast.NamedExpr, ast.comprehension)):  # (3.12 puts the latter in the cell's table)
+                maybe.update(n.id for n in ast.walk(node.target) if isinstance(n, ast.Name))
             elif isinstance(node, ast.Global):
                 declared.update(node.names)
-        binds, kills, reads = _block(tree.body, (), walrus)
+        binds, kills, reads = _block(tree.body, (), maybe)
         return frozenset(binds | declared), frozenset(kills), frozenset(reads)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None

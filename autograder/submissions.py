@@ -69,6 +69,7 @@ class Tree:
     def replace(self, path, dest, where: str = "", before=lambda copy: None) -> Tree:
         """``read`` into a hidden folder beside ``dest``, ``before(copy)`` called, then swapped in for ``dest`` (an
         older one, or the folder read itself): a refused or failed copy leaves what was there."""
+        dest = os.path.abspath(dest)
         os.makedirs(os.path.dirname(dest), exist_ok=True)
         with tempfile.TemporaryDirectory(prefix=".incoming-", dir=os.path.dirname(dest)) as incoming:
             copy = os.path.join(incoming, "copy")

@@ -22,7 +22,7 @@ from nbgrader.converters import Autograde
 from traitlets.config.loader import PyFileConfigLoader
 
 import synthetic
-from autograder import autograde, checks, config, course, gradebook, preprocessors, report, sandbox, scan, submissions
+from autograder import autograde, checks, config, course, gradebook, preprocessors, report, scan, submissions
 from autograder.commands import grade as grade_command
 from autograder.ipc_kernel import IpcKernelManager
 from autograder.liveness import cell_names, demo_cells_to_skip
@@ -80,8 +80,8 @@ def test_the_sandbox_is_chosen_on_the_config_object(tmp_path, monkeypatch):
     unsandboxed kernels, and the copy alone changes (no environment variable carries the choice)."""
     monkeypatch.setenv("POSENC_COURSE_DIR", str(tmp_path / "course"))
     sandboxed, unsandboxed = config.load_config(), config.load_config(sandboxed=False)
-    managers = [preprocessors.GuardedExecute(config=c).kernel_manager_class for c in (sandboxed, unsandboxed)]
-    assert managers == [sandbox.SandboxKernelManager, IpcKernelManager]
+    assert [preprocessors.GuardedExecute(config=c).sandboxed for c in (sandboxed, unsandboxed)] == [True, False]
+    assert type(preprocessors.GuardedExecute(config=unsandboxed, kernel_name="python3").create_kernel_manager()) is IpcKernelManager
     assert [list(c.Autograde.autograde_preprocessors) for c in (sandboxed, unsandboxed)] == \
         [list(config.load_config().Autograde.autograde_preprocessors)] * 2
     assert preprocessors.GuardedExecute(config=config.load_config()).sandboxed
@@ -614,6 +614,17 @@ def test_a_demo_cell_binding_a_name_through_a_global_statement_runs():
     """A function's global statement binds the notebook's name when the cell calls it."""
     nb = _nb(("def setup():\n    global a\n    a = 3\nsetup()", ["demo"], None),
              ("print(a)", [], {"solution": True, "grade_id": "s", "locked": False}))
+    assert demo_cells_to_skip(nb) == set()
+
+
+def test_a_comprehensions_variable_is_no_kill():
+    """A comprehension's variable is its own, though Python 3.12 lists it in the cell's symbol table (PEP 709):
+    a demo cell binding the same name still runs for a later cell that reads it."""
+    for source in ("ys = [0 for n in r]", "with open({n: 1 for n in r}) as f:\n    pass",
+                   "def f(k=[n for n, _ in r]):\n    pass", "zs = {(n, m) for n, m in r}"):
+        assert "n" not in cell_names(source)[1], source
+    nb = _nb(("n = 10", ["demo"], None), ("ys = [0 for n in range(3)]", [], None),
+             ("print(n)", [], {"solution": True, "grade_id": "s", "locked": False}))
     assert demo_cells_to_skip(nb) == set()
 
 

@@ -323,7 +323,7 @@ def test_unsandboxed_kernels_talk_over_socket_files_of_their_own():
     """TCP ports are picked by binding port 0 and letting it go: two kernels started at once (two grading
     workers) can get the same one, and one of them dies before replying to kernel_info. The grader's
     unsandboxed kernels talk over IPC socket files in a private folder, removed with the kernel."""
-    assert preprocessors.GuardedExecute(sandboxed=False).kernel_manager_class is IpcKernelManager
+    assert type(preprocessors.GuardedExecute(sandboxed=False, kernel_name="python3").create_kernel_manager()) is IpcKernelManager
     managers = [IpcKernelManager(kernel_name="python3") for _ in range(2)]
     folders = [Path(m.ip).parent for m in managers]
     assert folders[0] != folders[1] and all(m.transport == "ipc" for m in managers)

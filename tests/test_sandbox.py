@@ -35,7 +35,7 @@ from nbgrader.utils import is_solution
 import synthetic
 from autograder import course, sandbox
 from autograder.config import load_config
-from autograder.preprocessors import GuardedExecute
+from autograder.preprocessors import GuardedExecute, guarded_execute
 from support import run_cli
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("sandbox")]
@@ -561,12 +561,18 @@ def test_grade_refuses_without_bubblewrap(tmp_path):
     assert "solutions" in run.stdout + run.stderr and "gradebook" in run.stdout + run.stderr
 
 
-def test_course_config_autogrades_in_the_sandbox():
+def test_course_config_autogrades_in_the_sandbox(monkeypatch):
     """autograder/nbgrader_config.py selects the sandboxed Execute step for autograde (and only there:
     students' `nbgrader validate` runs nbgrader's own Execute)."""
     cfg = load_config()
     assert GuardedExecute in list(cfg.Autograde.autograde_preprocessors) and GuardedExecute(config=cfg).sandboxed
-    assert GuardedExecute(config=cfg).kernel_manager_class is sandbox.SandboxKernelManager
+    step = GuardedExecute(config=cfg, sandboxed=False, kernel_name="python3")
+    step.sandboxed = True  # (read when the kernel starts, not when the step is made)
+    monkeypatch.setattr(guarded_execute, "unavailable", lambda: None)
+    assert type(step.create_kernel_manager()) is sandbox.SandboxKernelManager
+    monkeypatch.setattr(guarded_execute, "unavailable", lambda: "no bwrap here")
+    with pytest.raises(RuntimeError, match="refusing to run this submission unsandboxed: no bwrap here"):
+        step.create_kernel_manager()
     assert "kernel_manager_class" not in cfg.get("Execute", {}), "validate must stay unsandboxed"
 
 

@@ -45,15 +45,20 @@ class GuardedExecute(Execute):
                                "print(...)`); the rest is dropped, errors kept, and a note says so").tag(config=True)
 
     def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)  # (nbgrader's Execute passes its own kernel_manager_class)
-        if "kernel_manager_class" not in kwargs:  # (unsandboxed: sockets that cannot collide, ipc_kernel.py)
-            self.kernel_manager_class = SandboxKernelManager if self.sandboxed else IpcKernelManager
+        super().__init__(*args, **kwargs)
         self.timeout_func = self._cell_timeout  # (nbclient's public switch for a cell's timeout)
+        self._output_used = {}  # characters of output kept so far, per cell index
 
-    def preprocess(self, nb, resources=None, km=None):
+    def create_kernel_manager(self):
+        """nbclient's hook: the kernel's manager as ``sandboxed`` says when the kernel starts (unsandboxed: sockets
+        that cannot collide, ipc_kernel.py); refused where the sandbox cannot start."""
         if self.sandboxed and (reason := unavailable()):
             raise RuntimeError(f"refusing to run this submission unsandboxed: {reason}. "
                                "`python -m autograder grade --unsandboxed` runs it anyway (see its warning).")
+        self.kernel_manager_class = SandboxKernelManager if self.sandboxed else IpcKernelManager
+        return super().create_kernel_manager()
+
+    def preprocess(self, nb, resources=None, km=None):
         resources = resources or {}
         self._output_used = {}
         self._stopped = None  # why execution stopped, once it has
