@@ -160,22 +160,22 @@ def test_a_notebook_has_a_total_time_limit_and_floods_cost_nothing(tmp_path):
     # 2 MB of assignments in a solution cell: the demo-cell analysis skips it instead of costing minutes.
     huge = b._perfect_with("huge_source", {code[0]: "".join(f"_v{i} = {i}\n" for i in range(200_000))},
                            set(b.a.test_ids()))
-    # Two runs, so that no case shares a time budget with work whose speed depends on the machine: the sleeper
-    # alone under a notebook limit of 60 s (its cells before the sleep take a few seconds), the flood and the
-    # huge source under the default limit (IPython alone takes about 7 s to run 200k statements on a quiet
-    # machine, and a loaded one once took more than 60).
+    # Two grading runs at once (the sleeper mostly waits), so that no case shares a time budget with work whose
+    # speed depends on the machine: the sleeper in a course of its own under a notebook limit of 60 s (its cells
+    # before the sleep take a few seconds), the flood and the huge source under the default limit (IPython
+    # alone takes about 7 s to run 200k statements on a quiet machine, and a loaded one once took more than 60).
     sleepy.write(tmp_path / "sleepy")
     for student in (flooder, huge):
         student.write(tmp_path / "subs")
-    course_dir = tmp_path / "course"
-    run = _grade(tmp_path / "sleepy", course_dir, env={"POSENC_NOTEBOOK_TIMEOUT": "60", "POSENC_CELL_TIMEOUT": "300"})
-    out, _ = run.communicate(timeout=900)
-    assert run.returncode == 0, out
-    run = _grade(tmp_path / "subs", course_dir, "--jobs", "2", env={"POSENC_CELL_TIMEOUT": "300"})
-    out2, _ = run.communicate(timeout=1200)
-    assert run.returncode == 0, out2
+    course_dir, sleepy_course = tmp_path / "course", tmp_path / "sleepy_course"
+    runs = [_grade(tmp_path / "sleepy", sleepy_course, env={"POSENC_NOTEBOOK_TIMEOUT": "60",
+                                                            "POSENC_CELL_TIMEOUT": "300"}),
+            _grade(tmp_path / "subs", course_dir, "--jobs", "2", env={"POSENC_CELL_TIMEOUT": "300"})]
+    (out, _), (out2, _) = runs[0].communicate(timeout=900), runs[1].communicate(timeout=1200)
+    assert runs[0].returncode == 0, out
+    assert runs[1].returncode == 0, out2
     scores = _scores(course_dir)
-    assert scores[("sleepy", CHAPTER)] == sleepy.expected, out[-3000:]
+    assert _scores(sleepy_course)[("sleepy", CHAPTER)] == sleepy.expected, out[-3000:]
     assert scores[("flooder", CHAPTER)] == flooder.expected, out2[-3000:]
     assert scores[("huge_source", CHAPTER)] == huge.expected, out2[-3000:]
     autograded = course_dir / "autograded" / "flooder" / CHAPTER / f"{CHAPTER}.ipynb"
@@ -183,7 +183,7 @@ def test_a_notebook_has_a_total_time_limit_and_floods_cost_nothing(tmp_path):
     nb = nbformat.read(autograded, as_version=4)
     text = str([c.outputs for c in nb.cells if c.cell_type == "code"])
     assert "used up the" not in text
-    sleepy_nb = nbformat.read(course_dir / "autograded" / "sleepy" / CHAPTER / f"{CHAPTER}.ipynb", as_version=4)
+    sleepy_nb = nbformat.read(sleepy_course / "autograded" / "sleepy" / CHAPTER / f"{CHAPTER}.ipynb", as_version=4)
     # the limit bounds the sleeping notebook: the cells after the sleep are marked as not run, saying why
     sleepy_text = str([c.outputs for c in sleepy_nb.cells if c.cell_type == "code"])
     assert "used up the 60 s" in sleepy_text and "CellNotRun" in sleepy_text

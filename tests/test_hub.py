@@ -215,8 +215,11 @@ class Hub:
         """Start the hub; return once it runs, its proxy routing to the users' servers that survived a restart."""
         started = self.log_text().count("JupyterHub is now running")
         with open(self.log, "a") as out:
+            # (SIGINT as a terminal or systemd leaves it: a test run in the background inherits it ignored, and
+            # JupyterHub's stop then waits 30 s for its idle-culler service to ignore the interrupt)
             self.proc = subprocess.Popen(self.command(), cwd=ROOT, env=self.env, stdout=out,
-                                         stderr=subprocess.STDOUT, start_new_session=True)
+                                         stderr=subprocess.STDOUT, start_new_session=True,
+                                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         deadline = time.monotonic() + timeout
         while True:
             if self.proc.poll() is not None:
