@@ -42,13 +42,15 @@ def _head(stmt):
 
 def _block(stmts, killed: tuple[set[str], ...], maybe: set[str]) -> tuple[set[str], set[str], set[str]]:
     """``(binds, kills, reads)`` of statements run in order, after the names in ``killed`` were rebound. What a
-    loop's or an ``if``'s body rebinds is no kill after it (it may not run), nor a name in ``maybe`` (a walrus's,
-    a comprehension's variable)."""
+    loop's or an ``if``'s body rebinds is no kill after it (it may not run), nor a name in ``maybe`` (a walrus's),
+    nor a comprehension's variable (its own: Python 3.12+ lists it in the enclosing table, PEP 709)."""
     binds, kills, reads = set(), set(), set()
     done = (*killed, kills)  # (kills grows in place)
     for stmt in stmts:
-        stmt_binds, stmt_reads = _names(_head(stmt) if isinstance(stmt, _COMPOUND) else stmt)
-        surely = stmt_binds - maybe
+        head = _head(stmt) if isinstance(stmt, _COMPOUND) else stmt
+        stmt_binds, stmt_reads = _names(head)
+        surely = stmt_binds - maybe - {n.id for c in ast.walk(head) if isinstance(c, ast.comprehension)
+                                       for n in ast.walk(c.target) if isinstance(n, ast.Name)}
         binds |= stmt_binds
         reads |= {name for name in stmt_reads if not any(name in names for names in done)}
         parts = []
@@ -89,8 +91,8 @@ def cell_names(source: str) -> tuple[frozenset[str], frozenset[str], frozenset[s
         for node in ast.walk(tree):  # ``x += 1`` as ``x += x, 1``: it reads x (a binding only, to the symbol tables)
             if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
                 node.value = ast.Tuple([ast.Name(node.target.id), node.value])
-            elif isinstance(node, (ast.NamedExpr, ast.comprehension)):  # (3.12 puts the latter in the cell's table)
-                maybe.update(n.id for n in ast.walk(node.target) if isinstance(n, ast.Name))
+            elif isinstance(node, ast.NamedExpr):
+                maybe.add(node.target.id)
             elif isinstance(node, ast.Global):
                 declared.update(node.names)
         binds, kills, reads = _block(tree.body, (), maybe)

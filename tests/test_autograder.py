@@ -623,6 +623,7 @@ def test_a_comprehensions_variable_is_no_kill():
     for source in ("ys = [0 for n in r]", "with open({n: 1 for n in r}) as f:\n    pass",
                    "def f(k=[n for n, _ in r]):\n    pass", "zs = {(n, m) for n, m in r}"):
         assert "n" not in cell_names(source)[1], source
+    assert "m" not in cell_names("m = 0\nys = [m for m in ms]\nprint(m)")[2], "m = 0 rebinds m, wherever else m is"
     nb = _nb(("n = 10", ["demo"], None), ("ys = [0 for n in range(3)]", [], None),
              ("print(n)", [], {"solution": True, "grade_id": "s", "locked": False}))
     assert demo_cells_to_skip(nb) == set()
