@@ -87,6 +87,7 @@ def test_the_sandbox_is_chosen_on_the_config_object(tmp_path, monkeypatch):
     assert preprocessors.GuardedExecute(config=config.load_config()).sandboxed
 
 
+@pytest.mark.slow  # (2 to 4 s: the fast tier stays under a minute)
 def test_the_gradebook_waits_for_a_lock_through_its_url(tmp_path, monkeypatch):
     """nbgrader's gradebook is used through its API, unpatched: SQLite's wait for another worker's lock travels in
     the URL grading opens it at, in the course's code (``opened``) and in nbgrader's steps (the API's coursedir,

@@ -54,6 +54,7 @@ def test_layer_types_match_gemma3s_configuration(n_layers):
     assert deployed.layer_types(n_layers, 6) == list(config.layer_types)
 
 
+@pytest.mark.slow  # (2 to 4 s: the fast tier stays under a minute)
 def test_gemma3s_local_and_global_bases_are_posencs_frequencies():
     config = transformers.Gemma3TextConfig(num_hidden_layers=6, head_dim=64, num_attention_heads=2,
                                            rope_scaling={"rope_type": "linear", "factor": 8.0})

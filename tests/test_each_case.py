@@ -111,6 +111,7 @@ BIG = ["import numpy as np\n"
        "    return np.arange(n, dtype=np.float64) + shift\n"]
 
 
+@pytest.mark.slow  # (2 to 4 s: the fast tier stays under a minute)
 def test_results_too_large_for_one_reply_come_in_several():
     """Hidden cases whose results add up to more than one reply may carry (wire.MAX_BYTES) are answered in
     several replies, in order (the case that did not fit runs again at the start of the next); a single result too large to send fails alone, in words

@@ -52,6 +52,7 @@ def test_an_unknown_citation_key_is_named():
         lm.readable("{cite}`nosuchkey`", CONTEXT)
 
 
+@pytest.mark.slow  # (2 to 4 s: the fast tier stays under a minute)
 def test_labels_are_the_books_author_year_labels():
     labels = lm.citation_labels()
     assert labels["vaswani2017attention"] == "Vaswani et al., 2017"

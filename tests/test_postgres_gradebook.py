@@ -147,6 +147,7 @@ def test_grading_stops_at_the_first_submission_the_gradebook_fails(tmp_path, mon
     assert "s3cret" not in results[0]["unavailable"]
 
 
+@pytest.mark.slow  # (2 to 4 s: the fast tier stays under a minute)
 def test_commands_refuse_a_bad_url_in_one_line(tmp_path):
     result = run_cli("export", course_dir=tmp_path / "course", env={"POSENC_DB_URL": "postgres:/nowhere"})
     assert result.returncode == 2, result.stdout + result.stderr

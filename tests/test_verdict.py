@@ -427,6 +427,7 @@ def test_each_refuses_an_answer_that_is_not_one_result_per_case(reply):
     assert not decided.passed and decided.ename == "NoAnswer", decided
 
 
+@pytest.mark.slow  # (2 to 4 s: the fast tier stays under a minute)
 def test_a_blocked_reference_in_a_module_the_notebook_never_imported_is_refused_without_importing_it():
     """Blocking posenc.RelativePositionBias must not import torch into the student's kernel (a second or more
     per submission): its module's import is refused during the call instead, so a notebook function that
