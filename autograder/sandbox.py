@@ -3,6 +3,7 @@ sandbox lets the kernel read, write and use is in autograder/README.md ("The san
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import secrets
@@ -53,8 +54,10 @@ LIMITS = ("prlimit", f"--as={4 << 30}", f"--nproc={128 + 2 * (os.cpu_count() or 
 MAX_MESSAGE_BYTES = 40 << 20
 
 
+@functools.cache
 def unavailable() -> str | None:
-    """Why the sandbox cannot be used on this machine, in words; None when it can."""
+    """Why the sandbox cannot be used on this machine, in words; None when it can (probed once per process: a bwrap
+    run costs about 10 ms, and every graded notebook's kernel asks)."""
     exe = shutil.which("bwrap") if sys.platform.startswith("linux") else None
     if exe is None:
         return ("bubblewrap (bwrap) is not installed: install it (Debian/Ubuntu: `sudo apt-get install bubblewrap`; "
